@@ -1,0 +1,25 @@
+"""ONO 99 rules engine: pure game logic for the 2022 and 1980 editions (RULES.md).
+
+>>> from engine import new_game, legal_actions, apply
+>>> state, events = new_game({"edition": "2022"}, ["ann", "bob"], seed=7)
+>>> state, events = apply(state, legal_actions(state)[0])
+"""
+
+from .cards import CARD_CODES, DECK_1980, DECK_2022
+from .codec import (StateDoc, decode_state, dumps_state, encode_state, loads_state, state_from_doc,
+                    state_to_doc)
+from .errors import EngineError, IllegalActionError, InvalidInputError
+from .game import apply, check_players, format_action, legal_actions, new_game, parse_action
+from .rules import OPTIONS, PRESETS, Rules, describe_options, resolve_rules, rules_to_dict
+from .state import Action, GameState, Play2, Player
+from .table import Event
+from .view import ViewDoc, redact_event, redact_events, view, view_doc
+
+__all__ = [
+    "CARD_CODES", "DECK_1980", "DECK_2022", "StateDoc", "ViewDoc", "decode_state", "dumps_state",
+    "encode_state", "loads_state", "state_from_doc", "state_to_doc", "EngineError",
+    "IllegalActionError", "InvalidInputError", "apply", "check_players", "format_action",
+    "legal_actions", "new_game", "parse_action", "OPTIONS", "PRESETS", "Rules",
+    "describe_options", "resolve_rules", "rules_to_dict", "Action", "GameState", "Play2",
+    "Player", "Event", "redact_event", "redact_events", "view", "view_doc",
+]

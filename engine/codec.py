@@ -1,0 +1,299 @@
+"""The canonical JSON state document (API.md): encode, and decode with full validation.
+
+The document's shape is declared once, as msgspec structs: msgspec checks types,
+ranges and unknown fields while it parses; :func:`state_from_doc` then checks what
+needs the whole state (every card of the deck exactly once, a current player who can
+act, ...). Decoding trusts nothing and says precisely what is wrong.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Annotated, Any, Final, Literal
+
+import msgspec
+from msgspec import UNSET, Meta, Struct, UnsetType
+
+from .cards import CARD_CODES, deck_cards
+from .errors import InvalidInputError
+from .game import can_act
+from .rules import Rules, resolve_rules, rules_to_dict
+from .shuffle import SEED_MAX_LENGTH
+from .state import ACTIVE, OUT, OUT_OF_ROUND, OVER, PLAYING, GameState, Play2, Player
+from .table import _new_tuple, new_player
+
+Card = Literal["0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10",
+               "-10", "reverse", "play2", "ono99", "hold"]
+assert Card.__args__ == CARD_CODES  # type: ignore[attr-defined]
+PlayerId = Annotated[str, Meta(pattern=r"^[A-Za-z0-9_-]{1,64}$",
+                               description="1–64 letters, digits, '_' or '-'")]
+Seed = Annotated[int, Meta(ge=-(2**63), le=2**63 - 1)] | Annotated[
+    str, Meta(min_length=1, max_length=SEED_MAX_LENGTH)]
+
+
+class PlayerDoc(Struct, forbid_unknown_fields=True, omit_defaults=False):
+    """One seat of the state document."""
+
+    id: PlayerId
+    hand: list[Card]
+    status: Literal["active", "out", "out_of_round"]
+    tokens: Annotated[int, Meta(ge=0)] | UnsetType = UNSET
+    score: Annotated[int, Meta(ge=0, le=10**9)] = 0
+    busted: bool = False
+
+
+class Play2Doc(Struct, forbid_unknown_fields=True):
+    """A pending Play 2 obligation."""
+
+    player: PlayerId
+    cards_left: Literal[1, 2]
+
+
+class TurnDoc(Struct, forbid_unknown_fields=True):
+    """What the player to act has already done this turn."""
+
+    swapped: bool = False
+    ono99_played: bool = False
+
+
+class StateDoc(Struct, forbid_unknown_fields=True):
+    """The game state document: everything needed to continue a game."""
+
+    rules: dict[str, Any]
+    players: Annotated[list[PlayerDoc], Meta(min_length=2, max_length=6)]
+    draw_pile: list[Card]
+    discard_pile: list[Card]
+    total: int
+    direction: Literal[1, -1]
+    current: PlayerId | None
+    play2: Play2Doc | None
+    status: Literal["playing", "over"]
+    round: Annotated[int, Meta(ge=1, le=10**6)] = 1
+    winners: list[PlayerId] = msgspec.field(default_factory=list)
+    seed: Seed = 0
+    shuffles: Annotated[int, Meta(ge=0, le=10**9)] = 0
+    round_starter: PlayerId | None = None
+    owed_draws: list[PlayerId] = msgspec.field(default_factory=list)
+    turn: TurnDoc = msgspec.field(default_factory=TurnDoc)
+
+
+_encoder: Final = msgspec.json.Encoder()
+_state_decoder: Final = msgspec.json.Decoder(StateDoc)
+
+
+def state_to_doc(state: GameState) -> StateDoc:
+    """The document of ``state``."""
+    players = state.players
+    play2 = state.play2
+    return StateDoc(
+        rules=rules_to_dict(state.rules),
+        players=[PlayerDoc(p.id, list(p.hand), p.status, p.tokens, p.score, p.busted) for p in players],  # type: ignore[arg-type]
+        draw_pile=list(state.draw_pile),  # type: ignore[arg-type]
+        discard_pile=list(state.discard_pile),  # type: ignore[arg-type]
+        total=state.total,
+        direction=state.direction,  # type: ignore[arg-type]
+        current=None if state.current is None else players[state.current].id,
+        play2=None if play2 is None else Play2Doc(players[play2.player].id, play2.cards_left),  # type: ignore[arg-type]
+        status=state.status,  # type: ignore[arg-type]
+        round=state.round,
+        winners=[players[i].id for i in state.winners],
+        seed=state.seed,
+        shuffles=state.shuffles,
+        round_starter=players[state.round_starter].id,
+        owed_draws=[players[i].id for i in state.owed_draws],
+        turn=TurnDoc(state.swapped, state.ono99_played),
+    )
+
+
+def encode_state(state: GameState) -> dict[str, Any]:
+    """The state document as plain JSON-ready objects."""
+    return msgspec.to_builtins(state_to_doc(state))  # type: ignore[no-any-return]
+
+
+def dumps_state(state: GameState) -> bytes:
+    """The state document as JSON bytes."""
+    return _encoder.encode(state_to_doc(state))
+
+
+def loads_state(data: bytes | str) -> GameState:
+    """A state from JSON text; raises InvalidInputError for bad JSON or a bad document."""
+    try:
+        doc = _state_decoder.decode(data)
+    except msgspec.ValidationError as exc:
+        raise invalid_from_msgspec(exc, "state") from None
+    except msgspec.DecodeError as exc:
+        raise InvalidInputError(f"not valid JSON: {exc}", "state") from None
+    return state_from_doc(doc)
+
+
+def decode_state(doc: Any) -> GameState:
+    """A state from plain objects (as parsed from JSON); raises InvalidInputError."""
+    try:
+        parsed = msgspec.convert(doc, StateDoc)
+    except msgspec.ValidationError as exc:
+        raise invalid_from_msgspec(exc, "state") from None
+    return state_from_doc(parsed)
+
+
+def invalid_from_msgspec(exc: msgspec.ValidationError, root: str) -> InvalidInputError:
+    """InvalidInputError from a msgspec validation message ("... - at `$.a[0]`")."""
+    message, sep, where = str(exc).rpartition(" - at `")
+    if not sep:
+        return InvalidInputError(str(exc), root)
+    return InvalidInputError(message, root + where.rstrip("`")[1:])
+
+
+def _fail(message: str, path: str) -> InvalidInputError:
+    return InvalidInputError(message, f"state.{path}" if path else "state")
+
+
+def state_from_doc(doc: StateDoc) -> GameState:
+    """A GameState from a parsed document, after checking what needs the whole state.
+
+    Left out, ``round`` is 1, ``winners`` and ``owed_draws`` empty, ``seed`` and
+    ``shuffles`` 0, ``round_starter`` the first player, a player's ``tokens`` the
+    rules' starting tokens, ``score`` 0 and ``busted`` false.
+    """
+    try:
+        rules = resolve_rules(doc.rules)
+    except InvalidInputError as exc:
+        raise InvalidInputError(exc.message, f"state.{exc.path}") from None
+    points = rules.scoring == "points"
+    tokens_mode = rules.scoring == "tokens"
+    max_tokens = rules.tokens if tokens_mode else 0
+    hand_size = rules.hand_size
+
+    seats: dict[str, int] = {}
+    players: list[Player] = []
+    cards: list[str] = doc.draw_pile + doc.discard_pile
+    busted_count = 0
+    active = 0
+    for k, p in enumerate(doc.players):
+        if p.id in seats:
+            raise _fail(f"player id {p.id!r} appears twice", f"players[{k}].id")
+        seats[p.id] = k
+        hand = p.hand
+        if len(hand) > hand_size:
+            raise _fail(f"holds {len(hand)} cards; hand_size is {hand_size}", f"players[{k}].hand")
+        cards += hand
+        status = p.status
+        if status == ACTIVE:
+            active += 1
+        elif status == OUT_OF_ROUND and not points:
+            raise _fail("'out_of_round' exists only with points scoring", f"players[{k}].status")
+        tokens = p.tokens
+        if tokens is UNSET:
+            tokens = max_tokens
+        elif tokens > max_tokens:  # type: ignore[operator]
+            raise _fail(f"must be from 0 to {max_tokens} under these rules", f"players[{k}].tokens")
+        if p.score and not points:
+            raise _fail("scores exist only with points scoring", f"players[{k}].score")
+        if p.busted:
+            if status != OUT_OF_ROUND:
+                raise _fail("only a player out of the round can have busted", f"players[{k}].busted")
+            busted_count += 1
+        players.append(new_player(p.id, tuple(hand), status, tokens, p.score, p.busted))  # type: ignore[arg-type]
+
+    _check_cards(rules, cards, doc)
+
+    # R-TURN-2, R-TOT-2; in points scoring each bust may pass the limit by up to 10.
+    total = doc.total
+    low = rules.total_floor if rules.total_floor is not None else -10 * rules.deck_counts.get("-10", 0)
+    high = rules.limit - 1 + 10 * busted_count
+    if not low <= total <= high:
+        raise _fail(f"must be from {low} to {high} under these rules", "total")
+
+    def seat_of(value: str, path: str) -> int:
+        seat = seats.get(value)
+        if seat is None:
+            raise _fail(f"{value!r} is not a player of this game", path)
+        return seat
+
+    playing = doc.status == PLAYING
+    current: int | None = None
+    if playing:
+        if doc.current is None:
+            raise _fail("a game in play has a player to act", "current")
+        current = seat_of(doc.current, "current")
+        if players[current].status != ACTIVE:
+            raise _fail(f"{doc.current!r} is not active", "current")
+        if active < 2:
+            raise _fail("a game in play needs at least two active players", "players")
+        if doc.winners:
+            raise _fail("must be empty while the game is in play", "winners")
+    else:
+        if doc.current is not None:
+            raise _fail("must be null once the game is over", "current")
+        if not doc.winners:
+            raise _fail("a finished game has at least one winner", "winners")
+        if doc.play2 is not None:
+            raise _fail("must be null once the game is over", "play2")
+        if doc.owed_draws:
+            raise _fail("must be empty once the game is over", "owed_draws")
+
+    play2 = None
+    if doc.play2 is not None:
+        if doc.play2.player != doc.current:
+            raise _fail("only the player to act can be under a Play 2 obligation", "play2.player")
+        play2 = Play2(current, doc.play2.cards_left)  # type: ignore[arg-type]
+
+    winners = tuple(seat_of(w, f"winners[{k}]") for k, w in enumerate(doc.winners))
+    if len(set(winners)) != len(winners):
+        raise _fail("names a player twice", "winners")
+    round_starter = 0 if doc.round_starter is None else seat_of(doc.round_starter, "round_starter")
+
+    owed = tuple(seat_of(w, f"owed_draws[{k}]") for k, w in enumerate(doc.owed_draws))
+    if owed:
+        if rules.draw != "manual":
+            raise _fail("draws are owed only with draw 'manual'", "owed_draws")
+        if len(set(owed)) != len(owed):
+            raise _fail("names a player twice", "owed_draws")
+        for k, i in enumerate(owed):
+            if players[i].status == OUT:
+                raise _fail(f"{players[i].id!r} is out of the game", f"owed_draws[{k}]")
+
+    turn = doc.turn
+    if turn.swapped and (not playing or not rules.ono99_swap or rules.ono99_swap_ends_turn):
+        raise _fail("a swap leaves the turn open only with ono99_swap_ends_turn false", "turn.swapped")
+    if turn.ono99_played and (not playing or not rules.ono99_on_zero):
+        raise _fail("an ono99 is played only with ono99_on_zero", "turn.ono99_played")
+
+    state = _new_tuple(GameState, (
+        rules, tuple(players), tuple(doc.draw_pile), tuple(doc.discard_pile), total, doc.direction,
+        current, play2, doc.round, doc.status, winners, doc.seed, doc.shuffles, round_starter, owed,
+        turn.swapped, turn.ono99_played))
+    if playing and not can_act(state, current):  # type: ignore[arg-type]
+        raise _fail(f"{doc.current!r} is to act but has no legal action (R-ELIM-2)", "current")
+    return state
+
+
+def _check_cards(rules: Rules, cards: list[str], doc: StateDoc) -> None:
+    """Every card of the deck accounted for exactly once: hands (eliminated players'
+    included), draw pile and discard pile."""
+    if sorted(cards) == sorted_deck(rules):
+        return
+    counts = Counter(cards)
+    expected = rules.deck_counts
+    for card in CARD_CODES:
+        have, want = counts.get(card, 0), expected.get(card, 0)
+        if have != want:
+            raise _fail(f"card {card!r}: {have} in hands and piles, the deck has {want} "
+                        "(they must hold the deck exactly)", "")
+
+
+_SORTED_DECKS: dict[Rules, list[str]] = {}
+
+
+def sorted_deck(rules: Rules) -> list[str]:
+    """The deck's cards in sorted order, memoized per rule set."""
+    cards = _SORTED_DECKS.get(rules)
+    if cards is None:
+        if len(_SORTED_DECKS) > 1000:
+            _SORTED_DECKS.clear()
+        cards = _SORTED_DECKS[rules] = sorted(deck_cards(rules.deck_counts))
+    return cards
+
+
+__all__ = ["StateDoc", "PlayerDoc", "Play2Doc", "TurnDoc", "Card", "PlayerId", "Seed",
+           "state_to_doc", "state_from_doc", "encode_state", "decode_state", "dumps_state",
+           "loads_state", "invalid_from_msgspec", "OVER"]

@@ -1,0 +1,461 @@
+"""Turn flow (RULES.md §2–§5): new games, legal actions and applying an action.
+
+``legal_actions`` and ``apply`` share one judgement of every card (:func:`_choices`),
+so an action is accepted exactly when it is listed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Any, Iterable, Mapping, Protocol
+
+from .cards import CARD_SET, CARD_CODES
+from .errors import IllegalActionError, InvalidInputError
+from .rules import Rules, _check_combination, resolve_rules
+from .scoring import points_round_over, token_round_over
+from .shuffle import check_seed, random_seed, shuffled
+from .cards import deck_cards
+from .state import (ACTIVE, ACTION_TYPES, DRAW, OUT, OUT_OF_ROUND, PLAY, PLAYING, SWAP, Action,
+                    GameState, Play2, Player, Seed)
+from .table import (Event, Table, active_count, draw_card, end_game, forfeit_draws, new_player,
+                    next_active, take_top)
+
+PLAYER_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+# A card that only the limit stops: in points scoring it may still be played as a bust (R-PTS-1).
+OVER_LIMIT = ("R-TURN-2", "total_would_reach_limit")
+_ONO99_UNPLAYABLE = ("R-99-1", "ono99_unplayable")
+_ONO99_NOT_ON_ZERO = ("R-99-3", "total_not_ending_in_zero")
+_ONE_ONO99 = ("R-99-3", "one_ono99_per_turn")
+_PLAY2_FIRST = ("R-P2-3", "play2_not_allowed_first")
+
+_EXPLAIN = {
+    OVER_LIMIT: "the total would reach the limit",
+    _ONO99_UNPLAYABLE: "an ono99 card can never be played",
+    _ONO99_NOT_ON_ZERO: "an ono99 may be played only when the total ends in zero",
+    _ONE_ONO99: "only one ono99 may be played per turn",
+    _PLAY2_FIRST: "a play2 may not be the first of two cards",
+}
+
+
+class _Position(Protocol):
+    rules: Rules
+    total: int
+    play2: Play2 | None
+    ono99_played: bool
+    swapped: bool
+
+
+def new_total(rules: Rules, total: int, card: str) -> int:
+    """The running total after ``card`` (R-TOT-1, R-TOT-2)."""
+    if card == "-10":
+        total -= 10
+        floor = rules.total_floor
+        return floor if floor is not None and total < floor else total
+    return total + _DELTA[card]
+
+
+_DELTA = {c: (int(c) if c.isdigit() else 0) for c in CARD_CODES}
+
+
+def why_not(s: _Position, card: str) -> tuple[str, str] | None:
+    """Why the player to act may not play ``card`` now (rule id, reason), or None."""
+    return judgements(s.rules, s.total, s.play2, s.ono99_played)[card]
+
+
+def judgements(rules: Rules, total: int, play2: Play2 | None,
+               ono99_played: bool) -> dict[str, tuple[str, str] | None]:
+    """Every card's verdict in this situation; memoized per rule set, as only the total,
+    a pending first-of-two card and an ono99 already played this turn matter."""
+    first_of_two = play2 is not None and play2.cards_left == 2
+    key = total * 4 + first_of_two * 2 + ono99_played
+    verdicts = rules.judgements.get(key)
+    if verdicts is None:
+        verdicts = {card: _judge(rules, total, first_of_two, ono99_played, card) for card in CARD_CODES}
+        if len(rules.judgements) < 100_000:
+            rules.judgements[key] = verdicts
+    return verdicts
+
+
+def _judge(rules: Rules, total: int, first_of_two: bool, ono99_played: bool, card: str) -> tuple[str, str] | None:
+    if card == "ono99":
+        if not rules.ono99_on_zero:
+            return _ONO99_UNPLAYABLE
+        if total % 10:
+            return _ONO99_NOT_ON_ZERO
+        if ono99_played:
+            return _ONE_ONO99
+    elif card == "play2" and first_of_two and not rules.play2_as_first_card:
+        return _PLAY2_FIRST
+    if new_total(rules, total, card) >= rules.limit:
+        return OVER_LIMIT
+    return None
+
+
+def _choices(s: _Position, hand: tuple[str, ...]) -> tuple[list[str], list[str], bool]:
+    """Distinct cards the player to act may play, those only the limit stops, and
+    whether the R-99-2 swap is open to them."""
+    verdicts = judgements(s.rules, s.total, s.play2, s.ono99_played)
+    plays: list[str] = []
+    busts: list[str] = []
+    for card in hand:
+        problem = verdicts[card]
+        if problem is None:
+            if card not in plays:
+                plays.append(card)
+        elif problem is OVER_LIMIT and card not in busts:
+            busts.append(card)
+    rules = s.rules
+    can_swap = rules.ono99_swap and not s.swapped and hand.count("ono99") >= 4
+    return plays, busts, can_swap
+
+
+def can_act(t: Table | GameState, seat: int) -> bool:
+    """Whether ``seat`` has any action now, taking their turn (R-ELIM-2)."""
+    hand = t.players[seat].hand
+    verdicts = judgements(t.rules, t.total, t.play2, t.ono99_played)
+    rules = t.rules
+    for card in hand:
+        problem = verdicts[card]
+        if problem is None or (problem is OVER_LIMIT and rules.scoring == "points"):
+            return True
+    if rules.ono99_swap and not t.swapped and hand.count("ono99") >= 4:
+        return True
+    return seat in t.owed_draws and bool(t.draw_pile or t.discard_pile)
+
+
+class _ActionsOf(dict[str, Action]):
+    """One player's play actions by card, made once: Action values are immutable."""
+
+    def __init__(self, player: str) -> None:
+        super().__init__()
+        self.player = player
+        self.swap = Action(player, SWAP)
+        self.draw = Action(player, DRAW)
+
+    def __missing__(self, card: str) -> Action:
+        action = self[card] = Action(self.player, PLAY, card)
+        return action
+
+
+class _ActionCache(dict[str, _ActionsOf]):
+    def __missing__(self, player: str) -> _ActionsOf:
+        if len(self) > 10_000:
+            self.clear()
+        actions = self[player] = _ActionsOf(player)
+        return actions
+
+
+_ACTIONS = _ActionCache()
+
+
+def legal_actions(state: GameState) -> list[Action]:
+    """Every action the rules allow now: the player to act's plays (and swap), then
+    the draws owed in manual-draw mode. Empty once the game is over."""
+    if state.status != PLAYING or state.current is None:
+        return []
+    player = state.players[state.current]
+    plays, busts, can_swap = _choices(state, player.hand)
+    mine = _ACTIONS[player.id]
+    actions = [mine[card] for card in plays]
+    if can_swap:
+        actions.append(mine.swap)
+    if not actions and state.rules.scoring == "points":
+        actions = [mine[card] for card in busts]  # R-PTS-1
+    if state.owed_draws and (state.draw_pile or state.discard_pile):
+        actions.extend(_ACTIONS[state.players[i].id].draw for i in state.owed_draws)
+    return actions
+
+
+def _illegal(rule_reason: tuple[str, str], detail: str | None = None) -> IllegalActionError:
+    return IllegalActionError(rule_reason[0], rule_reason[1], detail or _EXPLAIN[rule_reason])
+
+
+def apply(state: GameState, action: Action | Mapping[str, Any]) -> tuple[GameState, list[Event]]:
+    """The state after ``action`` and the events it caused, in order.
+
+    Raises InvalidInputError for a malformed action and IllegalActionError for one
+    the rules forbid now. ``state`` is not changed.
+    """
+    if not isinstance(action, Action):
+        action = parse_action(action)
+    if state.status != PLAYING:
+        raise IllegalActionError("R-WIN-1", "game_over", "the game is over")
+    pid = action.player
+    for seat, p in enumerate(state.players):
+        if p.id == pid:
+            break
+    else:
+        raise IllegalActionError("R-PLAYERS", "unknown_player", f"{action.player!r} does not play in this game")
+    kind = action.type
+    if kind == PLAY:
+        return _apply_play(state, seat, action.card)  # type: ignore[arg-type]
+    if kind == SWAP:
+        return _apply_swap(state, seat)
+    return _apply_draw(state, seat)
+
+
+def _apply_play(state: GameState, seat: int, card: str) -> tuple[GameState, list[Event]]:
+    if seat != state.current:
+        raise IllegalActionError("R-TURN-1", "not_your_turn", f"it is {state.players[state.current].id}'s turn"  # type: ignore[index]
+                                 if state.current is not None else "nobody is to act")
+    hand = state.players[seat].hand
+    if card not in hand:
+        raise IllegalActionError("R-TURN-1", "card_not_in_hand", f"{card!r} is not in the player's hand")
+    problem = why_not(state, card)
+    bust = False
+    if problem is not None:
+        if problem is OVER_LIMIT and state.rules.scoring == "points":
+            plays, _, can_swap = _choices(state, hand)
+            if plays or can_swap:
+                raise IllegalActionError("R-PTS-1", "total_would_reach_limit",
+                                         "going over the limit is allowed only without a legal play")
+            bust = True  # R-PTS-1
+        else:
+            raise _illegal(problem)
+    t = Table(state)
+    _play(t, seat, card, bust)
+    return t.freeze(), t.events
+
+
+def _play(t: Table, seat: int, card: str, bust: bool) -> None:
+    rules = t.rules
+    p = t.players[seat]
+    i = p.hand.index(card)
+    hand = p.hand[:i] + p.hand[i + 1:]
+    t.discard_pile = t.discard_pile + (card,)
+    if t.owed_draws:
+        forfeit_draws(t)
+    t.total = new_total(rules, t.total, card)
+    events = t.events
+    events.append({"type": "played", "player": p.id, "card": card, "total": t.total})
+    play2 = t.play2
+    first_of_two = play2 is not None and play2.cards_left == 2
+    if card == "reverse":
+        n_active = active_count(t.players)
+        if n_active > 2:  # R-REV-1; R-REV-2: with two players a Reverse counts as a 0
+            t.direction = -t.direction
+            events.append({"type": "direction_changed", "direction": t.direction})
+        deflect = first_of_two and "reverse" in rules.play2_deflectors and (
+            n_active > 2 or rules.reverse_deflects_in_two_player)  # R-P2-6
+    else:
+        deflect = first_of_two and card in rules.play2_deflectors  # R-P2-2, R-P2-3
+        if card == "ono99":
+            t.ono99_played = True  # R-99-3
+    status, busted = (OUT_OF_ROUND, True) if bust else (p.status, p.busted)
+    if rules.draw == "auto":
+        drawn = take_top(t)  # R-TURN-3
+        if drawn is not None:
+            hand += (drawn,)
+        t.players[seat] = new_player(p.id, hand, status, p.tokens, p.score, busted)
+        if drawn is not None:
+            events.append({"type": "drew", "player": p.id, "card": drawn})
+    else:
+        t.players[seat] = new_player(p.id, hand, status, p.tokens, p.score, busted)
+        t.owed_draws = (seat,)  # R-DRAW-1
+    if bust:
+        events.append({"type": "out_of_round", "player": p.id, "reason": "busted"})  # R-PTS-1
+    if first_of_two and not deflect and not bust:
+        t.play2 = Play2(seat, 1)  # R-P2-1: the second card follows
+        _enter_turn(t)
+    else:
+        # A play2 as any card but a deflecting first one takes its normal effect
+        # (R-P2-4); a deflector passes the obligation on (R-P2-2, R-P2-3).
+        _end_turn(t, seat, obligate=deflect or card == "play2")
+
+
+def _apply_swap(state: GameState, seat: int) -> tuple[GameState, list[Event]]:
+    rules = state.rules
+    if not rules.ono99_swap:
+        raise IllegalActionError("R-99-4", "swap_not_allowed", "these rules have no ono99 swap")
+    if seat != state.current:
+        raise IllegalActionError("R-TURN-1", "not_your_turn", "only the player to act may swap")
+    hand = state.players[seat].hand
+    if hand.count("ono99") < 4:
+        raise IllegalActionError("R-99-2", "swap_needs_four_ono99", "the swap needs four ono99 cards in hand")
+    if state.swapped:
+        raise IllegalActionError("R-99-2", "already_swapped", "one swap per turn")
+    t = Table(state)
+    p = t.players[seat]
+    kept = list(hand)
+    for _ in range(4):
+        kept.remove("ono99")
+    t.players[seat] = p._replace(hand=tuple(kept))
+    t.discard_pile = t.discard_pile + ("ono99",) * 4
+    if t.owed_draws:
+        forfeit_draws(t)
+    t.events.append({"type": "swapped_ono99", "player": p.id})
+    for _ in range(4):
+        draw_card(t, seat)
+    if rules.ono99_swap_ends_turn:
+        # R-99-2: the swap is the turn's play (one of two under a Play 2; no deflection).
+        if t.play2 is not None and t.play2.cards_left == 2:
+            t.play2 = Play2(seat, 1)
+            _enter_turn(t)
+        else:
+            _end_turn(t, seat, obligate=False)
+    else:
+        t.swapped = True
+        _enter_turn(t)
+    return t.freeze(), t.events
+
+
+def _apply_draw(state: GameState, seat: int) -> tuple[GameState, list[Event]]:
+    if state.rules.draw != "manual":
+        raise IllegalActionError("R-TURN-3", "draw_is_automatic", "cards are drawn as part of each play")
+    if seat not in state.owed_draws:
+        raise IllegalActionError("R-DRAW-1", "no_draw_owed", "this player owes no draw")
+    if not state.draw_pile and not state.discard_pile:
+        raise IllegalActionError("R-TURN-4", "nothing_to_draw", "both piles are empty")
+    t = Table(state)
+    t.owed_draws = tuple(i for i in t.owed_draws if i != seat)
+    draw_card(t, seat)
+    if seat == t.current:
+        _enter_turn(t)  # the drawn card may still leave no play (R-ELIM-1)
+    return t.freeze(), t.events
+
+
+def _end_turn(t: Table, seat: int, obligate: bool) -> None:
+    """Pass the turn on from ``seat``; ``obligate`` puts the next player under a Play 2."""
+    t.play2 = None
+    t.swapped = t.ono99_played = False
+    if t.rules.scoring == "points" and active_count(t.players) == 1:
+        points_round_over(t)  # R-PTS-3: one player left in the round
+    else:
+        nxt = next_active(t, seat)
+        t.current = nxt
+        if obligate:
+            t.play2 = Play2(nxt, 2)
+            t.events.append({"type": "play2_pending", "player": t.players[nxt].id})
+    _enter_turn(t)
+
+
+def _enter_turn(t: Table) -> None:
+    """R-ELIM-2: apply the consequences of the player to act having no legal action,
+    until the game is over or someone to act can act."""
+    while t.status == PLAYING:
+        seat = t.current
+        assert seat is not None
+        if can_act(t, seat):
+            return
+        _no_action(t, seat)
+
+
+def _no_action(t: Table, seat: int) -> None:
+    scoring = t.rules.scoring
+    if scoring == "tokens":
+        token_round_over(t, seat)
+        return
+    p = t.players[seat]
+    # R-P2-5: whoever is eliminated under a Play 2 takes the obligation out with them.
+    t.play2 = None
+    t.swapped = t.ono99_played = False
+    t.owed_draws = tuple(i for i in t.owed_draws if i != seat)
+    if scoring == "points":
+        t.players[seat] = p._replace(status=OUT_OF_ROUND)
+        t.events.append({"type": "out_of_round", "player": p.id, "reason": "no_playable_card"})  # R-PTS-2
+        if active_count(t.players) == 1:
+            points_round_over(t)
+            return
+    else:
+        t.players[seat] = p._replace(status=OUT)
+        t.events.append({"type": "eliminated", "player": p.id, "reason": "no_legal_play"})  # R-ELIM-1
+        if active_count(t.players) == 1:
+            end_game(t, [i for i, q in enumerate(t.players) if q.status == ACTIVE])  # R-WIN-1
+            return
+    t.current = next_active(t, seat)
+
+
+def check_players(players: Any) -> tuple[str, ...]:
+    """Validated player ids (R-PLAYERS: 2 to 6, unique, 1–64 of letters, digits, _ and -)."""
+    if not isinstance(players, (list, tuple)):
+        raise InvalidInputError("must be a list of player ids", "players")
+    if not 2 <= len(players) <= 6:
+        raise InvalidInputError("a game has 2 to 6 players", "players")
+    for k, pid in enumerate(players):
+        if type(pid) is not str or not PLAYER_ID.fullmatch(pid):
+            raise InvalidInputError("a player id is 1 to 64 letters, digits, '_' or '-'", f"players[{k}]")
+    if len(set(players)) != len(players):
+        raise InvalidInputError("player ids must be unique", "players")
+    return tuple(players)
+
+
+def new_game(rules: Rules | Mapping[str, Any], players: Iterable[str] | Any,
+             seed: Seed | None = None, deck: list[str] | None = None) -> tuple[GameState, list[Event]]:
+    """Deal a new game (R-SET-1, R-SET-2, R-RNG-2) and return it with the events of any
+    elimination at the very start (a first player who cannot act, R-ELIM-2)."""
+    if not isinstance(rules, Rules):
+        rules = resolve_rules(rules)
+    ids = check_players(list(players) if isinstance(players, tuple) else players)
+    if deck is not None:
+        order = _check_deck(deck)
+        counts: dict[str, int] = {}
+        for card in order:
+            counts[card] = counts.get(card, 0) + 1
+        rules = replace(rules, deck=tuple((c, counts[c]) for c in CARD_CODES if c in counts))
+        _check_combination(rules)
+        seed = 0 if seed is None else check_seed(seed)
+        shuffles = 0
+    else:
+        seed = random_seed() if seed is None else check_seed(seed)
+        order = shuffled(deck_cards(rules.deck_counts), seed, 0)
+        shuffles = 1
+    need = rules.hand_size * len(ids)
+    if len(order) < need:
+        raise InvalidInputError(f"the deck has {len(order)} cards; {len(ids)} hands of "
+                                f"{rules.hand_size} need {need}", "deck")
+    n = len(ids)
+    tokens = rules.tokens if rules.scoring == "tokens" else 0
+    hands = [order[k:need:n] for k in range(n)]  # one card at a time, in seat order
+    state = GameState(rules, tuple(Player(pid, tuple(h), ACTIVE, tokens) for pid, h in zip(ids, hands)),
+                      tuple(order[need:]), (), 0, 1, 0, None, 1, PLAYING, (), seed, shuffles,
+                      0, (), False, False)
+    t = Table(state)
+    _enter_turn(t)
+    return t.freeze(), t.events
+
+
+def _check_deck(deck: Any) -> list[str]:
+    if not isinstance(deck, (list, tuple)) or not deck:
+        raise InvalidInputError("must be a non-empty list of card codes, top card first", "deck")
+    for k, card in enumerate(deck):
+        if type(card) is not str or card not in CARD_SET:
+            raise InvalidInputError(f"unknown card code {card!r}", f"deck[{k}]")
+    return list(deck)
+
+
+def parse_action(doc: Any) -> Action:
+    """An Action from its JSON object; raises InvalidInputError when malformed."""
+    if isinstance(doc, Action):
+        return doc
+    if not isinstance(doc, Mapping):
+        raise InvalidInputError("must be an object", "action")
+    kind = doc.get("type")
+    if kind not in ACTION_TYPES or type(kind) is not str:
+        raise InvalidInputError(f"type must be one of {', '.join(ACTION_TYPES)}", "action.type")
+    allowed = {"player", "type", "card"} if kind == PLAY else {"player", "type"}
+    unknown = sorted(set(doc) - allowed)
+    if unknown:
+        raise InvalidInputError(f"unknown field(s) for a {kind} action: {', '.join(map(str, unknown))}", "action")
+    player = doc.get("player")
+    if type(player) is not str or not PLAYER_ID.fullmatch(player):
+        raise InvalidInputError("must be a player id", "action.player")
+    if kind != PLAY:
+        return _ACTIONS[player].swap if kind == SWAP else _ACTIONS[player].draw
+    card = doc.get("card")
+    if type(card) is not str or card not in CARD_SET:
+        raise InvalidInputError(f"unknown card code {card!r}" if card is not None else "a play needs a card",
+                                "action.card")
+    return _ACTIONS[player][card]
+
+
+def format_action(action: Action) -> dict[str, Any]:
+    """The JSON object of an action."""
+    if action.card is None:
+        return {"player": action.player, "type": action.type}
+    return {"player": action.player, "type": action.type, "card": action.card}
+
+
+__all__ = ["new_game", "legal_actions", "apply", "parse_action", "format_action", "why_not",
+           "new_total", "check_players", "OUT", "DRAW", "Action"]

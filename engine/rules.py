@@ -1,0 +1,212 @@
+"""Rule options (RULES.md §7): declared once, validated in one place, presets as named sets."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Final, Mapping
+
+import msgspec
+
+from .cards import CARD_CODES, CARD_ORDER, CARD_SET, DECK_1980, DECK_2022
+from .errors import InvalidInputError
+
+EDITIONS: Final = ("2022", "1980")
+DEFLECTOR_CARDS: Final = ("reverse", "play2", "hold")
+
+
+def _int_in(lo: int, hi: int) -> Callable[[str, Any], Any]:
+    def check(name: str, value: Any) -> Any:
+        if type(value) is not int or not lo <= value <= hi:
+            raise InvalidInputError(f"must be an integer from {lo} to {hi}", f"rules.{name}")
+        return value
+    return check
+
+
+def _bool(name: str, value: Any) -> Any:
+    if type(value) is not bool:
+        raise InvalidInputError("must be true or false", f"rules.{name}")
+    return value
+
+
+def _one_of(*choices: str) -> Callable[[str, Any], Any]:
+    def check(name: str, value: Any) -> Any:
+        if value not in choices or type(value) is not str:
+            raise InvalidInputError(f"must be one of {', '.join(map(repr, choices))}", f"rules.{name}")
+        return value
+    return check
+
+
+def _floor(name: str, value: Any) -> Any:
+    if value is None:
+        return None
+    return _int_in(-10_000, 10_000)(name, value)
+
+
+def _deflectors(name: str, value: Any) -> Any:
+    if not isinstance(value, (list, tuple)) or any(c not in DEFLECTOR_CARDS for c in value):
+        raise InvalidInputError(f"must be a list drawn from {', '.join(DEFLECTOR_CARDS)}", f"rules.{name}")
+    if len(set(value)) != len(value):
+        raise InvalidInputError("lists a card twice", f"rules.{name}")
+    return tuple(sorted(value, key=CARD_ORDER.__getitem__))
+
+
+def _deck(name: str, value: Any) -> Any:
+    if not isinstance(value, Mapping):
+        raise InvalidInputError("must be an object of card code to count", f"rules.{name}")
+    for card, count in value.items():
+        if card not in CARD_SET:
+            raise InvalidInputError(f"unknown card code {card!r}", f"rules.{name}")
+        if type(count) is not int or not 0 <= count <= 1000:
+            raise InvalidInputError("a card count must be an integer from 0 to 1000", f"rules.{name}.{card}")
+    counts = tuple((c, value[c]) for c in CARD_CODES if value.get(c, 0) > 0)
+    if not counts:
+        raise InvalidInputError("the deck has no card", f"rules.{name}")
+    return counts
+
+
+@dataclass(frozen=True)
+class Option:
+    """One rule option: its name, the rule it tunes, what it means and how it is checked."""
+
+    name: str
+    rule: str
+    description: str
+    check: Callable[[str, Any], Any] = field(repr=False)
+
+
+OPTIONS: Final = (
+    Option("deck", "R-DECK-2022", "card counts, as an object of card code to count", _deck),
+    Option("hand_size", "R-SET-1", "cards dealt to and held by each player", _int_in(1, 20)),
+    Option("limit", "R-TURN-2", "a play must leave the total below this", _int_in(1, 10_000)),
+    Option("total_floor", "R-TOT-2", "lowest total a -10 can leave (null: may go negative)", _floor),
+    Option("play2_deflectors", "R-P2-2", "cards that pass a pending Play 2 on", _deflectors),
+    Option("play2_as_first_card", "R-P2-3", "may a play2 be the first of two cards", _bool),
+    Option("reverse_deflects_in_two_player", "R-P2-6", "with two players a reverse still passes a Play 2 on", _bool),
+    Option("ono99_swap", "R-99-2", "four ono99 cards may be swapped for four new cards", _bool),
+    Option("ono99_swap_ends_turn", "R-99-2", "the swap counts as the turn's play", _bool),
+    Option("ono99_on_zero", "R-99-3", "an ono99 may be played when the total ends in zero", _bool),
+    Option("draw", "R-DRAW-1", "'auto': the draw is part of a play; 'manual': a separate action", _one_of("auto", "manual")),
+    Option("scoring", "R-SCORE-ELIM", "'elimination', 'tokens' or 'points'", _one_of("elimination", "tokens", "points")),
+    Option("tokens", "R-SCORE-TOK", "tokens each player starts with (tokens scoring)", _int_in(1, 99)),
+    Option("target", "R-PTS-4", "score that ends a player's game or the game (points scoring)", _int_in(1, 100_000)),
+    Option("end", "R-PTS-5", "points scoring: 'last_standing' or 'lowest_score'", _one_of("last_standing", "lowest_score")),
+)
+OPTION_NAMES: Final = tuple(o.name for o in OPTIONS)
+_OPTIONS_BY_NAME: Final = {o.name: o for o in OPTIONS}
+
+PRESETS: Final[dict[str, dict[str, Any]]] = {
+    "2022": {"deck": DECK_2022, "hand_size": 4, "limit": 99, "total_floor": 0,
+             "play2_deflectors": ["reverse", "play2"], "play2_as_first_card": True,
+             "reverse_deflects_in_two_player": True, "ono99_swap": True,
+             "ono99_swap_ends_turn": True, "ono99_on_zero": False, "draw": "auto",
+             "scoring": "elimination", "tokens": 3, "target": 100, "end": "last_standing"},
+    "1980": {"deck": DECK_1980, "hand_size": 4, "limit": 99, "total_floor": None,
+             "play2_deflectors": ["reverse", "hold"], "play2_as_first_card": False,
+             "reverse_deflects_in_two_player": True, "ono99_swap": False,
+             "ono99_swap_ends_turn": True, "ono99_on_zero": False, "draw": "auto",
+             "scoring": "elimination", "tokens": 3, "target": 100, "end": "last_standing"},
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Rules:
+    """A fully resolved rule set. Build it with :func:`resolve_rules`."""
+
+    edition: str
+    deck: tuple[tuple[str, int], ...]
+    hand_size: int
+    limit: int
+    total_floor: int | None
+    play2_deflectors: tuple[str, ...]
+    play2_as_first_card: bool
+    reverse_deflects_in_two_player: bool
+    ono99_swap: bool
+    ono99_swap_ends_turn: bool
+    ono99_on_zero: bool
+    draw: str
+    scoring: str
+    tokens: int
+    target: int
+    end: str
+    # Memo of engine.game.judgements: a rule set's verdict on every card per situation.
+    judgements: dict[int, dict[str, tuple[str, str] | None]] = field(
+        default_factory=dict, init=False, compare=False, hash=False, repr=False)
+
+    @property
+    def deck_counts(self) -> dict[str, int]:
+        """The deck as a card-code-to-count mapping (a new dict each call)."""
+        return dict(self.deck)
+
+    @property
+    def deck_size(self) -> int:
+        """How many cards the deck holds."""
+        return sum(n for _, n in self.deck)
+
+
+_RESOLVED: dict[bytes, Rules] = {}
+_key_encoder = msgspec.json.Encoder()
+_DOCS: dict[Rules, dict[str, Any]] = {}
+
+
+def _cache_key(doc: Mapping[str, Any]) -> bytes | None:
+    # JSON text keeps apart what hashes alike (true and 1, "1" and 1).
+    try:
+        return _key_encoder.encode(doc)
+    except (TypeError, msgspec.EncodeError):
+        return None
+
+
+def resolve_rules(doc: Any) -> Rules:
+    """Rules from ``{"edition": "2022"|"1980", ...overrides}``; raises InvalidInputError."""
+    if type(doc) is not dict and not isinstance(doc, Mapping):
+        raise InvalidInputError("must be an object with an 'edition'", "rules")
+    key = _cache_key(doc)
+    if key is not None:
+        hit = _RESOLVED.get(key)
+        if hit is not None:
+            return hit
+    edition = doc.get("edition")
+    if edition not in EDITIONS or type(edition) is not str:
+        raise InvalidInputError("must be '2022' or '1980'", "rules.edition")
+    unknown = sorted(set(doc) - set(OPTION_NAMES) - {"edition"})
+    if unknown:
+        raise InvalidInputError(f"unknown rule option(s): {', '.join(unknown)}", "rules")
+    merged = {**PRESETS[edition], **{k: v for k, v in doc.items() if k != "edition"}}
+    values = {name: _OPTIONS_BY_NAME[name].check(name, merged[name]) for name in OPTION_NAMES}
+    rules = Rules(edition=edition, **values)
+    _check_combination(rules)
+    if key is not None and len(_RESOLVED) < 4096:
+        _RESOLVED[key] = rules
+    return rules
+
+
+def _check_combination(rules: Rules) -> None:
+    if rules.total_floor is not None and rules.total_floor >= rules.limit:
+        raise InvalidInputError("total_floor must be below limit", "rules.total_floor")
+    if rules.play2_as_first_card != ("play2" in rules.play2_deflectors):
+        # A play2 allowed as the first of two cards is exactly a play2 that passes the
+        # obligation on (R-P2-2); forbidden first (R-P2-3), it cannot deflect.
+        raise InvalidInputError(
+            "play2_as_first_card must be true exactly when play2 is among play2_deflectors",
+            "rules.play2_as_first_card")
+    if rules.ono99_swap and rules.hand_size < 4:
+        raise InvalidInputError("ono99_swap needs a hand_size of at least 4", "rules.ono99_swap")
+
+
+def rules_to_dict(rules: Rules) -> dict[str, Any]:
+    """The fully resolved rules as a JSON-ready object (the same object on every call)."""
+    doc = _DOCS.get(rules)
+    if doc is None:
+        doc = {"edition": rules.edition, "deck": dict(rules.deck)}
+        for name in OPTION_NAMES[1:]:
+            value = getattr(rules, name)
+            doc[name] = list(value) if isinstance(value, tuple) else value
+        _DOCS[rules] = doc
+    return doc
+
+
+def describe_options() -> dict[str, Any]:
+    """Presets and option descriptions, for callers choosing rules."""
+    presets = {ed: rules_to_dict(resolve_rules({"edition": ed})) for ed in EDITIONS}
+    return {"presets": presets,
+            "options": [{"name": o.name, "rule": o.rule, "description": o.description} for o in OPTIONS]}

@@ -1,0 +1,82 @@
+"""The immutable game state and the action value type."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from .rules import Rules
+
+Seed = int | str
+
+# Player status values (API.md): in the game and in the round; out of the game;
+# out of this round only (points scoring, R-PTS-1/R-PTS-2).
+ACTIVE = "active"
+OUT = "out"
+OUT_OF_ROUND = "out_of_round"
+
+PLAYING = "playing"
+OVER = "over"
+
+
+class Player(NamedTuple):
+    """One seat. ``hand`` of an eliminated player holds the cards laid face up (R-ELIM-1)."""
+
+    id: str
+    hand: tuple[str, ...]
+    status: str = ACTIVE
+    tokens: int = 0
+    score: int = 0
+    busted: bool = False  # reached the limit this round (R-PTS-1, 25 points in R-PTS-3)
+
+
+class Play2(NamedTuple):
+    """A pending Play 2 obligation: seat index of the obligated player and plays still owed."""
+
+    player: int
+    cards_left: int
+
+
+class GameState(NamedTuple):
+    """Everything needed to continue a game, hidden information included.
+
+    Seats are indexes into ``players``; the document form (ids) is in :mod:`engine.codec`.
+    """
+
+    rules: Rules
+    players: tuple[Player, ...]
+    draw_pile: tuple[str, ...]  # next card to be drawn first
+    discard_pile: tuple[str, ...]  # most recently played last
+    total: int
+    direction: int  # 1 clockwise, -1 counter-clockwise
+    current: int | None  # seat to act; None once the game is over
+    play2: Play2 | None
+    round: int
+    status: str
+    winners: tuple[int, ...]
+    seed: Seed
+    shuffles: int  # shuffles done so far: the next one is seeded by (seed, shuffles)
+    round_starter: int  # seat that started this round (R-ROUND)
+    owed_draws: tuple[int, ...]  # seats that may still draw (draw: "manual", R-DRAW-1)
+    swapped: bool  # the current player swapped this turn (ono99_swap_ends_turn: false)
+    ono99_played: bool  # an ono99 was played this turn (R-99-3: at most one)
+
+    def seat(self, player_id: str) -> int | None:
+        """Seat index of a player id, or None."""
+        for i, p in enumerate(self.players):
+            if p.id == player_id:
+                return i
+        return None
+
+
+PLAY = "play"
+DRAW = "draw"
+SWAP = "swap_ono99"
+ACTION_TYPES = (PLAY, SWAP, DRAW)
+
+
+class Action(NamedTuple):
+    """A move: ``play`` (with ``card``), ``swap_ono99`` or ``draw``, by player id."""
+
+    player: str
+    type: str
+    card: str | None = None

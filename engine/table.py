@@ -1,0 +1,131 @@
+"""The scratch copy one action works on, and the moves shared by turns and rounds.
+
+``apply`` never mutates its input: it copies the state into a :class:`Table`, lets
+the rules act on the copy, and freezes it into the next :class:`GameState`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .rules import Rules
+from .shuffle import shuffled
+from .state import ACTIVE, OVER, GameState, Play2, Player, Seed
+
+Event = dict[str, Any]
+
+# NamedTuple construction without the generated __new__'s Python frame: the hot path
+# builds a Player and a GameState on every action.
+_new_tuple: Any = tuple.__new__
+
+
+def new_player(pid: str, hand: tuple[str, ...], status: str, tokens: int, score: int,
+               busted: bool) -> Player:
+    """A Player, built fast (positional, no defaults)."""
+    return _new_tuple(Player, (pid, hand, status, tokens, score, busted))  # type: ignore[no-any-return]
+
+
+class Table:
+    """Mutable working copy of a :class:`GameState`, plus the events it has caused."""
+
+    __slots__ = ("rules", "players", "draw_pile", "discard_pile", "total", "direction",
+                 "current", "play2", "round", "status", "winners", "seed", "shuffles",
+                 "round_starter", "owed_draws", "swapped", "ono99_played", "events")
+
+    rules: Rules
+    draw_pile: tuple[str, ...]
+    discard_pile: tuple[str, ...]
+    total: int
+    direction: int
+    current: int | None
+    play2: Play2 | None
+    round: int
+    status: str
+    winners: tuple[int, ...]
+    seed: Seed
+    shuffles: int
+    round_starter: int
+    owed_draws: tuple[int, ...]
+    swapped: bool
+    ono99_played: bool
+
+    def __init__(self, s: GameState) -> None:
+        (self.rules, players, self.draw_pile, self.discard_pile, self.total,
+         self.direction, self.current, self.play2, self.round, self.status, self.winners,
+         self.seed, self.shuffles, self.round_starter, self.owed_draws, self.swapped,
+         self.ono99_played) = s
+        self.players: list[Player] = list(players)
+        self.events: list[Event] = []
+
+    def freeze(self) -> GameState:
+        """The next immutable state."""
+        return _new_tuple(GameState, (
+            self.rules, tuple(self.players), self.draw_pile, self.discard_pile,
+            self.total, self.direction, self.current, self.play2, self.round,
+            self.status, self.winners, self.seed, self.shuffles,
+            self.round_starter, self.owed_draws, self.swapped, self.ono99_played))
+
+
+def active_count(players: list[Player] | tuple[Player, ...]) -> int:
+    """Players still in the current round."""
+    n = 0
+    for p in players:
+        if p.status == ACTIVE:
+            n += 1
+    return n
+
+
+def next_active(t: Table, seat: int) -> int:
+    """The next active seat after ``seat`` in the current direction (R-TURN-3)."""
+    players = t.players
+    n = len(players)
+    step = t.direction
+    j = seat
+    for _ in range(n):
+        j = (j + step) % n
+        if players[j].status == ACTIVE:
+            return j
+    raise AssertionError("no active player left")  # callers end the game first
+
+
+def take_top(t: Table) -> str | None:
+    """Take the top card of the draw pile, reshuffling the discard pile first if the
+    draw pile is empty; None when both piles are empty (R-TURN-4)."""
+    if not t.draw_pile:
+        if not t.discard_pile:
+            return None
+        # R-TURN-4: the whole discard pile becomes the draw pile; the total is unchanged.
+        t.draw_pile = shuffled(t.discard_pile, t.seed, t.shuffles)
+        t.shuffles += 1
+        t.events.append({"type": "reshuffled", "cards": len(t.discard_pile)})
+        t.discard_pile = ()
+    pile = t.draw_pile
+    t.draw_pile = pile[1:]
+    return pile[0]
+
+
+def draw_card(t: Table, seat: int) -> None:
+    """Draw the top card into ``seat``'s hand (R-TURN-3, R-TURN-4)."""
+    card = take_top(t)
+    if card is not None:
+        p = t.players[seat]
+        t.players[seat] = new_player(p.id, p.hand + (card,), p.status, p.tokens, p.score, p.busted)
+        t.events.append({"type": "drew", "player": p.id, "card": card})
+
+
+def forfeit_draws(t: Table) -> None:
+    """R-DRAW-1: a card played while draws are owed makes those draws lost."""
+    for seat in t.owed_draws:
+        t.events.append({"type": "draw_forfeited", "player": t.players[seat].id})
+    t.owed_draws = ()
+
+
+def end_game(t: Table, winners: list[int]) -> None:
+    """The game is over; ``winners`` share the win (R-WIN-1, R-PTS-4, R-PTS-5)."""
+    t.status = OVER
+    t.current = None
+    t.play2 = None
+    t.owed_draws = ()
+    t.swapped = t.ono99_played = False
+    t.winners = tuple(winners)
+    t.events.append({"type": "game_over", "winners": [t.players[i].id for i in winners]})

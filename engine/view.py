@@ -1,0 +1,111 @@
+"""What one player (or a spectator) may see of a state (R-SET-3).
+
+A view shows the viewer's own hand and the hands laid face up by eliminated players
+(R-ELIM-1); every other hand only as a count, the draw pile only as a count, and
+nothing that predicts future draws (no seed, no shuffle count).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import msgspec
+from msgspec import Struct
+
+from .codec import Card, Play2Doc, PlayerId, TurnDoc
+from .errors import InvalidInputError
+from .rules import rules_to_dict
+from .state import OUT, GameState
+from .table import Event
+
+from typing import Literal
+
+
+class ViewPlayerDoc(Struct):
+    """One seat as the viewer sees it; ``hand`` is null when hidden from them."""
+
+    id: PlayerId
+    hand: list[Card] | None
+    hand_count: int
+    status: Literal["active", "out", "out_of_round"]
+    tokens: int
+    score: int
+    busted: bool
+
+
+class ViewDoc(Struct):
+    """A state as one player or a spectator (``viewer`` null) may see it."""
+
+    viewer: PlayerId | None
+    rules: dict[str, Any]
+    players: list[ViewPlayerDoc]
+    draw_pile_count: int
+    discard_pile: list[Card]
+    total: int
+    direction: Literal[1, -1]
+    current: PlayerId | None
+    play2: Play2Doc | None
+    round: int
+    status: Literal["playing", "over"]
+    winners: list[PlayerId]
+    round_starter: PlayerId
+    owed_draws: list[PlayerId]
+    turn: TurnDoc
+
+
+def hand_visible(state: GameState, seat: int, viewer: int | None) -> bool:
+    """Whether the viewer may see ``seat``'s hand: their own, or one laid face up."""
+    return seat == viewer or state.players[seat].status == OUT
+
+
+def view_seat(state: GameState, viewer: str | None) -> int | None:
+    """The viewer's seat (None for a spectator); InvalidInputError for a stranger."""
+    if viewer is None:
+        return None
+    seat = state.seat(viewer)
+    if seat is None:
+        raise InvalidInputError(f"{viewer!r} does not play in this game", "player")
+    return seat
+
+
+def view_doc(state: GameState, viewer: str | None = None) -> ViewDoc:
+    """The view of ``state`` for player ``viewer`` (None: a spectator)."""
+    me = view_seat(state, viewer)
+    players = state.players
+    play2 = state.play2
+    return ViewDoc(
+        viewer=viewer,
+        rules=rules_to_dict(state.rules),
+        players=[ViewPlayerDoc(p.id, list(p.hand) if hand_visible(state, i, me) else None,  # type: ignore[arg-type]
+                               len(p.hand), p.status, p.tokens, p.score, p.busted)  # type: ignore[arg-type]
+                 for i, p in enumerate(players)],
+        draw_pile_count=len(state.draw_pile),
+        discard_pile=list(state.discard_pile),  # type: ignore[arg-type]
+        total=state.total,
+        direction=state.direction,  # type: ignore[arg-type]
+        current=None if state.current is None else players[state.current].id,
+        play2=None if play2 is None else Play2Doc(players[play2.player].id, play2.cards_left),  # type: ignore[arg-type]
+        round=state.round,
+        status=state.status,  # type: ignore[arg-type]
+        winners=[players[i].id for i in state.winners],
+        round_starter=players[state.round_starter].id,
+        owed_draws=[players[i].id for i in state.owed_draws],
+        turn=TurnDoc(state.swapped, state.ono99_played),
+    )
+
+
+def view(state: GameState, viewer: str | None = None) -> dict[str, Any]:
+    """The view of ``state`` for ``viewer`` as plain JSON-ready objects."""
+    return msgspec.to_builtins(view_doc(state, viewer))  # type: ignore[no-any-return]
+
+
+def redact_event(event: Event, viewer: str | None) -> Event:
+    """An event as ``viewer`` may see it: a drawn card only for whoever drew it."""
+    if event["type"] == "drew" and event["player"] != viewer:
+        return {"type": "drew", "player": event["player"]}
+    return event
+
+
+def redact_events(events: Iterable[Event], viewer: str | None) -> list[Event]:
+    """Events as ``viewer`` (None: a spectator) may see them."""
+    return [redact_event(e, viewer) for e in events]
