@@ -225,11 +225,11 @@ def _play(t: Table, seat: int, card: str, bust: bool) -> None:
     i = p.hand.index(card)
     hand = p.hand[:i] + p.hand[i + 1:]
     t.discard_pile = t.discard_pile + (card,)
-    if t.owed_draws:
-        forfeit_draws(t)
     t.total = new_total(rules, t.total, card)
     events = t.events
     events.append({"type": "played", "player": p.id, "card": card, "total": t.total})
+    if t.owed_draws:
+        forfeit_draws(t)
     play2 = t.play2
     first_of_two = play2 is not None and play2.cards_left == 2
     if card == "reverse":
