@@ -189,7 +189,9 @@ def state_from_doc(doc: StateDoc) -> GameState:
         if p.score and not points:
             raise _fail("scores exist only with points scoring", f"players[{k}].score")
         if p.busted:
-            if status != OUT_OF_ROUND:
+            # A bust puts a player out of the round (R-PTS-1); the flag stays on those who
+            # then left the game until the next round is dealt.
+            if not points or status == ACTIVE or (status == OUT and doc.status == PLAYING):
                 raise _fail("only a player out of the round can have busted", f"players[{k}].busted")
             busted_count += 1
         players.append(new_player(p.id, tuple(hand), status, tokens, p.score, p.busted))  # type: ignore[arg-type]
