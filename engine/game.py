@@ -18,7 +18,7 @@ from .shuffle import check_seed, random_seed, shuffled
 from .cards import deck_cards
 from .state import (ACTIVE, ACTION_TYPES, DRAW, OUT, OUT_OF_ROUND, PLAY, PLAYING, SWAP, Action,
                     GameState, Play2, Player, Seed)
-from .table import (Event, Table, active_count, draw_card, end_game, forfeit_draws, new_player,
+from .table import (Event, Table, _new_tuple, active_count, draw_card, end_game, forfeit_draws,
                     next_active, take_top)
 
 PLAYER_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -158,7 +158,7 @@ def legal_actions(state: GameState) -> list[Action]:
     player = state.players[state.current]
     plays, busts, can_swap = _choices(state, player.hand)
     mine = _ACTIONS[player.id]
-    actions = [mine[card] for card in plays]
+    actions = list(map(mine.__getitem__, plays))
     if can_swap:
         actions.append(mine.swap)
     if not actions and state.rules.scoring == "points":
@@ -178,16 +178,18 @@ def apply(state: GameState, action: Action | Mapping[str, Any]) -> tuple[GameSta
     Raises InvalidInputError for a malformed action and IllegalActionError for one
     the rules forbid now. ``state`` is not changed.
     """
-    if not isinstance(action, Action):
+    if type(action) is not Action:
         action = parse_action(action)
     if state.status != PLAYING:
         raise IllegalActionError("R-WIN-1", "game_over", "the game is over")
     pid = action.player
-    for seat, p in enumerate(state.players):
-        if p.id == pid:
-            break
-    else:
-        raise IllegalActionError("R-PLAYERS", "unknown_player", f"{action.player!r} does not play in this game")
+    seat = state.current
+    if seat is None or state.players[seat].id != pid:  # most actions are the current player's
+        for seat, p in enumerate(state.players):
+            if p.id == pid:
+                break
+        else:
+            raise IllegalActionError("R-PLAYERS", "unknown_player", f"{pid!r} does not play in this game")
     kind = action.type
     if kind == PLAY:
         return _apply_play(state, seat, action.card)  # type: ignore[arg-type]
@@ -220,14 +222,17 @@ def _apply_play(state: GameState, seat: int, card: str) -> tuple[GameState, list
 
 
 def _play(t: Table, seat: int, card: str, bust: bool) -> None:
+    # The hot path of every game: kept flat, with the common cases inlined.
     rules = t.rules
     p = t.players[seat]
-    i = p.hand.index(card)
-    hand = p.hand[:i] + p.hand[i + 1:]
-    t.discard_pile = t.discard_pile + (card,)
-    t.total = new_total(rules, t.total, card)
+    pid = p.id
+    hand = p.hand
+    i = hand.index(card)
+    hand = hand[:i] + hand[i + 1:]
+    t.discard_pile += (card,)
+    total = t.total = new_total(rules, t.total, card) if card == "-10" else t.total + _DELTA[card]
     events = t.events
-    events.append({"type": "played", "player": p.id, "card": card, "total": t.total})
+    events.append({"type": "played", "player": pid, "card": card, "total": total})
     if t.owed_draws:
         forfeit_draws(t)
     play2 = t.play2
@@ -245,17 +250,22 @@ def _play(t: Table, seat: int, card: str, bust: bool) -> None:
             t.ono99_played = True  # R-99-3
     status, busted = (OUT_OF_ROUND, True) if bust else (p.status, p.busted)
     if rules.draw == "auto":
-        drawn = take_top(t)  # R-TURN-3
+        pile = t.draw_pile  # R-TURN-3
+        if pile:
+            drawn: str | None = pile[0]
+            t.draw_pile = pile[1:]
+        else:
+            drawn = take_top(t)
         if drawn is not None:
-            hand += (drawn,)
-        t.players[seat] = new_player(p.id, hand, status, p.tokens, p.score, busted)
-        if drawn is not None:
-            events.append({"type": "drew", "player": p.id, "card": drawn})
+            t.players[seat] = _new_tuple(Player, (pid, hand + (drawn,), status, p.tokens, p.score, busted))
+            events.append({"type": "drew", "player": pid, "card": drawn})
+        else:
+            t.players[seat] = _new_tuple(Player, (pid, hand, status, p.tokens, p.score, busted))
     else:
-        t.players[seat] = new_player(p.id, hand, status, p.tokens, p.score, busted)
+        t.players[seat] = _new_tuple(Player, (pid, hand, status, p.tokens, p.score, busted))
         t.owed_draws = (seat,)  # R-DRAW-1
     if bust:
-        events.append({"type": "out_of_round", "player": p.id, "reason": "busted"})  # R-PTS-1
+        events.append({"type": "out_of_round", "player": pid, "reason": "busted"})  # R-PTS-1
     if first_of_two and not deflect and not bust:
         t.play2 = Play2(seat, 1)  # R-P2-1: the second card follows
         _enter_turn(t)
@@ -328,6 +338,8 @@ def _end_turn(t: Table, seat: int, obligate: bool) -> None:
         if obligate:
             t.play2 = Play2(nxt, 2)
             t.events.append({"type": "play2_pending", "player": t.players[nxt].id})
+        if can_act(t, nxt):
+            return
     _enter_turn(t)
 
 
