@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine import apply, decode_state, dumps_state, encode_state, legal_actions, loads_state, new_game  # noqa: E402
+from engine import apply, decode_state, dumps_state, encode_state, legal_actions, loads_state, new_game
 
 PLAYERS = ["p0", "p1", "p2", "p3"]
 

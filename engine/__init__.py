@@ -6,8 +6,7 @@
 """
 
 from .cards import CARD_CODES, DECK_1980, DECK_2022
-from .codec import (StateDoc, decode_state, dumps_state, encode_state, loads_state, state_from_doc,
-                    state_to_doc)
+from .codec import StateDoc, decode_state, dumps_state, encode_state, loads_state, state_from_doc, state_to_doc
 from .errors import EngineError, IllegalActionError, InvalidInputError
 from .game import apply, check_players, format_action, legal_actions, new_game, parse_action
 from .rules import OPTIONS, PRESETS, Rules, describe_options, resolve_rules, rules_to_dict
@@ -16,10 +15,39 @@ from .table import Event
 from .view import ViewDoc, redact_event, redact_events, view, view_doc
 
 __all__ = [
-    "CARD_CODES", "DECK_1980", "DECK_2022", "StateDoc", "ViewDoc", "decode_state", "dumps_state",
-    "encode_state", "loads_state", "state_from_doc", "state_to_doc", "EngineError",
-    "IllegalActionError", "InvalidInputError", "apply", "check_players", "format_action",
-    "legal_actions", "new_game", "parse_action", "OPTIONS", "PRESETS", "Rules",
-    "describe_options", "resolve_rules", "rules_to_dict", "Action", "GameState", "Play2",
-    "Player", "Event", "redact_event", "redact_events", "view", "view_doc",
+                    "CARD_CODES",
+                    "DECK_1980",
+                    "DECK_2022",
+                    "OPTIONS",
+                    "PRESETS",
+                    "Action",
+                    "EngineError",
+                    "Event",
+                    "GameState",
+                    "IllegalActionError",
+                    "InvalidInputError",
+                    "Play2",
+                    "Player",
+                    "Rules",
+                    "StateDoc",
+                    "ViewDoc",
+                    "apply",
+                    "check_players",
+                    "decode_state",
+                    "describe_options",
+                    "dumps_state",
+                    "encode_state",
+                    "format_action",
+                    "legal_actions",
+                    "loads_state",
+                    "new_game",
+                    "parse_action",
+                    "redact_event",
+                    "redact_events",
+                    "resolve_rules",
+                    "rules_to_dict",
+                    "state_from_doc",
+                    "state_to_doc",
+                    "view",
+                    "view_doc",
 ]

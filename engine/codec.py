@@ -165,7 +165,7 @@ def state_from_doc(doc: StateDoc) -> GameState:
 
     seats: dict[str, int] = {}
     players: list[Player] = []
-    cards: list[str] = doc.draw_pile + doc.discard_pile
+    cards: list[str] = [*doc.draw_pile, *doc.discard_pile]
     busted_count = 0
     active = 0
     for k, p in enumerate(doc.players):
@@ -184,7 +184,7 @@ def state_from_doc(doc: StateDoc) -> GameState:
         tokens = p.tokens
         if tokens is UNSET:
             tokens = max_tokens
-        elif tokens > max_tokens:  # type: ignore[operator]
+        elif tokens > max_tokens:
             raise _fail(f"must be from 0 to {max_tokens} under these rules", f"players[{k}].tokens")
         if p.score and not points:
             raise _fail("scores exist only with points scoring", f"players[{k}].score")
@@ -194,7 +194,7 @@ def state_from_doc(doc: StateDoc) -> GameState:
             if not points or status == ACTIVE or (status == OUT and doc.status == PLAYING):
                 raise _fail("only a player out of the round can have busted", f"players[{k}].busted")
             busted_count += 1
-        players.append(new_player(p.id, tuple(hand), status, tokens, p.score, p.busted))  # type: ignore[arg-type]
+        players.append(new_player(p.id, tuple(hand), status, tokens, p.score, p.busted))
 
     _check_cards(rules, cards, doc)
 
@@ -260,7 +260,7 @@ def state_from_doc(doc: StateDoc) -> GameState:
     if turn.ono99_played and (not playing or not rules.ono99_on_zero):
         raise _fail("an ono99 is played only with ono99_on_zero", "turn.ono99_played")
 
-    state = _new_tuple(GameState, (
+    state: GameState = _new_tuple(GameState, (
         rules, tuple(players), tuple(doc.draw_pile), tuple(doc.discard_pile), total, doc.direction,
         current, play2, doc.round, doc.status, winners, doc.seed, doc.shuffles, round_starter, owed,
         turn.swapped, turn.ono99_played))
@@ -296,6 +296,20 @@ def sorted_deck(rules: Rules) -> list[str]:
     return cards
 
 
-__all__ = ["StateDoc", "PlayerDoc", "Play2Doc", "TurnDoc", "Card", "PlayerId", "Seed",
-           "state_to_doc", "state_from_doc", "encode_state", "decode_state", "dumps_state",
-           "loads_state", "invalid_from_msgspec", "OVER"]
+__all__ = [
+    "OVER",
+    "Card",
+    "Play2Doc",
+    "PlayerDoc",
+    "PlayerId",
+    "Seed",
+    "StateDoc",
+    "TurnDoc",
+    "decode_state",
+    "dumps_state",
+    "encode_state",
+    "invalid_from_msgspec",
+    "loads_state",
+    "state_from_doc",
+    "state_to_doc",
+]

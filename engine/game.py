@@ -7,19 +7,31 @@ so an action is accepted exactly when it is listed.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from typing import Any, Iterable, Mapping, Protocol
+from typing import Any, Protocol
 
-from .cards import CARD_SET, CARD_CODES
+from .cards import CARD_CODES, CARD_SET, deck_cards
 from .errors import IllegalActionError, InvalidInputError
 from .rules import Rules, _check_combination, resolve_rules
 from .scoring import points_round_over, token_round_over
 from .shuffle import check_seed, random_seed, shuffled
-from .cards import deck_cards
-from .state import (ACTIVE, ACTION_TYPES, DRAW, OUT, OUT_OF_ROUND, PLAY, PLAYING, SWAP, Action,
-                    GameState, Play2, Player, Seed)
-from .table import (Event, Table, _new_tuple, active_count, draw_card, end_game, forfeit_draws,
-                    next_active, take_top)
+from .state import (
+    ACTION_TYPES,
+    ACTIVE,
+    DRAW,
+    OUT,
+    OUT_OF_ROUND,
+    PLAY,
+    PLAYING,
+    SWAP,
+    Action,
+    GameState,
+    Play2,
+    Player,
+    Seed,
+)
+from .table import Event, Table, _new_tuple, active_count, draw_card, end_game, forfeit_draws, next_active, take_top
 
 PLAYER_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
@@ -40,11 +52,16 @@ _EXPLAIN = {
 
 
 class _Position(Protocol):
-    rules: Rules
-    total: int
-    play2: Play2 | None
-    ono99_played: bool
-    swapped: bool
+    @property
+    def rules(self) -> Rules: ...
+    @property
+    def total(self) -> int: ...
+    @property
+    def play2(self) -> Play2 | None: ...
+    @property
+    def ono99_played(self) -> bool: ...
+    @property
+    def swapped(self) -> bool: ...
 
 
 def new_total(rules: Rules, total: int, card: str) -> int:
@@ -185,10 +202,8 @@ def apply(state: GameState, action: Action | Mapping[str, Any]) -> tuple[GameSta
     pid = action.player
     seat = state.current
     if seat is None or state.players[seat].id != pid:  # most actions are the current player's
-        for seat, p in enumerate(state.players):
-            if p.id == pid:
-                break
-        else:
+        seat = state.seat(pid)
+        if seat is None:
             raise IllegalActionError("R-PLAYERS", "unknown_player", f"{pid!r} does not play in this game")
     kind = action.type
     if kind == PLAY:
@@ -200,8 +215,8 @@ def apply(state: GameState, action: Action | Mapping[str, Any]) -> tuple[GameSta
 
 def _apply_play(state: GameState, seat: int, card: str) -> tuple[GameState, list[Event]]:
     if seat != state.current:
-        raise IllegalActionError("R-TURN-1", "not_your_turn", f"it is {state.players[state.current].id}'s turn"  # type: ignore[index]
-                                 if state.current is not None else "nobody is to act")
+        whose = state.players[state.current].id if state.current is not None else "nobody"
+        raise IllegalActionError("R-TURN-1", "not_your_turn", f"it is {whose}'s turn")
     hand = state.players[seat].hand
     if card not in hand:
         raise IllegalActionError("R-TURN-1", "card_not_in_hand", f"{card!r} is not in the player's hand")
@@ -411,7 +426,7 @@ def new_game(rules: Rules | Mapping[str, Any], players: Iterable[str] | Any,
         shuffles = 0
     else:
         seed = random_seed() if seed is None else check_seed(seed)
-        order = shuffled(deck_cards(rules.deck_counts), seed, 0)
+        order = list(shuffled(deck_cards(rules.deck_counts), seed, 0))
         shuffles = 1
     need = rules.hand_size * len(ids)
     if len(order) < need:
@@ -420,7 +435,7 @@ def new_game(rules: Rules | Mapping[str, Any], players: Iterable[str] | Any,
     n = len(ids)
     tokens = rules.tokens if rules.scoring == "tokens" else 0
     hands = [order[k:need:n] for k in range(n)]  # one card at a time, in seat order
-    state = GameState(rules, tuple(Player(pid, tuple(h), ACTIVE, tokens) for pid, h in zip(ids, hands)),
+    state = GameState(rules, tuple(Player(pid, tuple(h), ACTIVE, tokens) for pid, h in zip(ids, hands, strict=True)),
                       tuple(order[need:]), (), 0, 1, 0, None, 1, PLAYING, (), seed, shuffles,
                       0, (), False, False)
     t = Table(state)
@@ -469,5 +484,16 @@ def format_action(action: Action) -> dict[str, Any]:
     return {"player": action.player, "type": action.type, "card": action.card}
 
 
-__all__ = ["new_game", "legal_actions", "apply", "parse_action", "format_action", "why_not",
-           "new_total", "check_players", "OUT", "DRAW", "Action"]
+__all__ = [
+    "DRAW",
+    "OUT",
+    "Action",
+    "apply",
+    "check_players",
+    "format_action",
+    "legal_actions",
+    "new_game",
+    "new_total",
+    "parse_action",
+    "why_not",
+]

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Final, Mapping
+from typing import Any, Final
 
 import msgspec
 
@@ -81,15 +82,20 @@ OPTIONS: Final = (
     Option("total_floor", "R-TOT-2", "lowest total a -10 can leave (null: may go negative)", _floor),
     Option("play2_deflectors", "R-P2-2", "cards that pass a pending Play 2 on", _deflectors),
     Option("play2_as_first_card", "R-P2-3", "may a play2 be the first of two cards", _bool),
-    Option("reverse_deflects_in_two_player", "R-P2-6", "with two players a reverse still passes a Play 2 on", _bool),
+    Option("reverse_deflects_in_two_player", "R-P2-6",
+           "with two players a reverse still passes a Play 2 on", _bool),
     Option("ono99_swap", "R-99-2", "four ono99 cards may be swapped for four new cards", _bool),
     Option("ono99_swap_ends_turn", "R-99-2", "the swap counts as the turn's play", _bool),
-    Option("ono99_on_zero", "R-99-3", "an ono99 may be played when the total ends in zero", _bool),
-    Option("draw", "R-DRAW-1", "'auto': the draw is part of a play; 'manual': a separate action", _one_of("auto", "manual")),
-    Option("scoring", "R-SCORE-ELIM", "'elimination', 'tokens' or 'points'", _one_of("elimination", "tokens", "points")),
+    Option("ono99_on_zero", "R-99-3",
+           "an ono99 may be played when the total ends in zero", _bool),
+    Option("draw", "R-DRAW-1", "'auto': the draw is part of a play; 'manual': a separate action",
+           _one_of("auto", "manual")),
+    Option("scoring", "R-SCORE-ELIM", "'elimination', 'tokens' or 'points'",
+           _one_of("elimination", "tokens", "points")),
     Option("tokens", "R-SCORE-TOK", "tokens each player starts with (tokens scoring)", _int_in(1, 99)),
     Option("target", "R-PTS-4", "score that ends a player's game or the game (points scoring)", _int_in(1, 100_000)),
-    Option("end", "R-PTS-5", "points scoring: 'last_standing' or 'lowest_score'", _one_of("last_standing", "lowest_score")),
+    Option("end", "R-PTS-5", "points scoring: 'last_standing' or 'lowest_score'",
+           _one_of("last_standing", "lowest_score")),
 )
 OPTION_NAMES: Final = tuple(o.name for o in OPTIONS)
 _OPTIONS_BY_NAME: Final = {o.name: o for o in OPTIONS}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 import secrets
-from typing import Iterable
+from collections.abc import Iterable
 
 from .errors import InvalidInputError
 from .state import Seed

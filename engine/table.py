@@ -28,9 +28,26 @@ def new_player(pid: str, hand: tuple[str, ...], status: str, tokens: int, score:
 class Table:
     """Mutable working copy of a :class:`GameState`, plus the events it has caused."""
 
-    __slots__ = ("rules", "players", "draw_pile", "discard_pile", "total", "direction",
-                 "current", "play2", "round", "status", "winners", "seed", "shuffles",
-                 "round_starter", "owed_draws", "swapped", "ono99_played", "events")
+    __slots__ = (
+        "current",
+        "direction",
+        "discard_pile",
+        "draw_pile",
+        "events",
+        "ono99_played",
+        "owed_draws",
+        "play2",
+        "players",
+        "round",
+        "round_starter",
+        "rules",
+        "seed",
+        "shuffles",
+        "status",
+        "swapped",
+        "total",
+        "winners",
+    )
 
     rules: Rules
     draw_pile: tuple[str, ...]
@@ -59,7 +76,7 @@ class Table:
 
     def freeze(self) -> GameState:
         """The next immutable state."""
-        return _new_tuple(GameState, (
+        return _new_tuple(GameState, (  # type: ignore[no-any-return]
             self.rules, tuple(self.players), self.draw_pile, self.discard_pile,
             self.total, self.direction, self.current, self.play2, self.round,
             self.status, self.winners, self.seed, self.shuffles,

@@ -7,7 +7,8 @@ nothing that predicts future draws (no seed, no shuffle count).
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any, Literal
 
 import msgspec
 from msgspec import Struct
@@ -17,8 +18,6 @@ from .errors import InvalidInputError
 from .rules import rules_to_dict
 from .state import OUT, GameState
 from .table import Event
-
-from typing import Literal
 
 
 class ViewPlayerDoc(Struct):

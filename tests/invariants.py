@@ -2,8 +2,18 @@
 
 from __future__ import annotations
 
-from engine import (CARD_CODES, IllegalActionError, apply, decode_state, dumps_state, encode_state,
-                    legal_actions, loads_state, redact_events, view)
+from engine import (
+    CARD_CODES,
+    IllegalActionError,
+    apply,
+    decode_state,
+    dumps_state,
+    encode_state,
+    legal_actions,
+    loads_state,
+    redact_events,
+    view,
+)
 from engine.cards import deck_cards
 from engine.state import OUT, Action
 
@@ -72,7 +82,7 @@ def _check_views(state, events) -> None:
         v = view(state, viewer)
         assert "draw_pile" not in v and "seed" not in v and "shuffles" not in v
         assert v["draw_pile_count"] == len(state.draw_pile)
-        for seat, (shown, p) in enumerate(zip(v["players"], state.players, strict=True)):
+        for shown, p in zip(v["players"], state.players, strict=True):
             if p.id == viewer or p.status == OUT:
                 assert shown["hand"] == list(p.hand)
             else:

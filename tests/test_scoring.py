@@ -138,7 +138,7 @@ def test_a_new_round_skips_players_out_of_the_game_and_resets_the_table():
     d["round_starter"] = "a"
     d["players"][1]["tokens"] = 0
     state = decode_state(d)
-    after, events = play(state, "c", "2")  # direction -1: b is next and cannot play, has no token
+    after, _ = play(state, "c", "2")  # direction -1: b is next and cannot play, has no token
     assert after.players[1].status == "out" and after.players[1].hand == ()
     assert after.round_starter == 2  # b was out, so c (after a) starts
     assert after.direction == 1 and after.total == 0

@@ -70,7 +70,7 @@ def test_play2_as_second_card_obligates_the_next_player():
     for edition in ("1980", "2022"):
         hands = {"a": ["play2", "2", "3", "4"], "b": ["5", "6", "7", "8"]}
         state = puzzle(edition, hands=hands, play2={"player": "a", "cards_left": 1})
-        after, events = play(state, "a", "play2")
+        after, _ = play(state, "a", "play2")
         assert after.current == 1 and after.play2 == Play2(1, 2), edition
 
 
@@ -225,7 +225,8 @@ def test_under_a_double_play_the_draw_must_come_before_the_second_card():
 
 def test_rules_validation_explains_bad_options():
     for bad, path in [({"edition": "1999"}, "rules.edition"), ({"edition": "2022", "limit": "99"}, "rules.limit"),
-                      ({"edition": "2022", "colour": 1}, "rules"), ({"edition": "2022", "ono99_swap": 1}, "rules.ono99_swap"),
+                      ({"edition": "2022", "colour": 1}, "rules"),
+                      ({"edition": "2022", "ono99_swap": 1}, "rules.ono99_swap"),
                       ({"edition": "2022", "deck": {"11": 3}}, "rules.deck"),
                       ({"edition": "1980", "play2_as_first_card": True}, "rules.play2_as_first_card"),
                       ({"edition": "2022", "total_floor": 200}, "rules.total_floor")]:

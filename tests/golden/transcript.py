@@ -36,8 +36,9 @@ def _dump(value: Any) -> str:
 
 def _summary(doc: dict[str, Any]) -> list[str]:
     play2 = doc["play2"]
+    owed = f"{play2['player']} x{play2['cards_left']}" if play2 else "-"
     lines = [f"# total {doc['total']}  direction {doc['direction']:+d}  round {doc['round']}  "
-             f"to act: {doc['current'] or '-'}  play2: {play2['player'] + ' x' + str(play2['cards_left']) if play2 else '-'}"
+             f"to act: {doc['current'] or '-'}  play2: {owed}"
              f"  draw pile {len(doc['draw_pile'])}  discard {len(doc['discard_pile'])}"]
     for p in doc["players"]:
         extra = f"  score {p['score']}" if doc["rules"]["scoring"] == "points" else (
