@@ -15,7 +15,7 @@ import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 
 from .cards import CARD_CODES, deck_cards
-from .errors import InvalidInputError
+from .errors import InvalidInputError, invalid_from_msgspec
 from .game import can_act
 from .rules import Rules, resolve_rules, rules_to_dict
 from .shuffle import SEED_MAX_LENGTH
@@ -133,14 +133,6 @@ def decode_state(doc: Any) -> GameState:
     except msgspec.ValidationError as exc:
         raise invalid_from_msgspec(exc, "state") from None
     return state_from_doc(parsed)
-
-
-def invalid_from_msgspec(exc: msgspec.ValidationError, root: str) -> InvalidInputError:
-    """InvalidInputError from a msgspec validation message ("... - at `$.a[0]`")."""
-    message, sep, where = str(exc).rpartition(" - at `")
-    if not sep:
-        return InvalidInputError(str(exc), root)
-    return InvalidInputError(message, root + where.rstrip("`")[1:])
 
 
 def _fail(message: str, path: str) -> InvalidInputError:

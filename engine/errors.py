@@ -31,3 +31,11 @@ class IllegalActionError(EngineError):
         self.reason = reason
         self.message = message
         super().__init__(f"{reason} ({rule}): {message}")
+
+
+def invalid_from_msgspec(exc: Exception, root: str) -> InvalidInputError:
+    """InvalidInputError from a msgspec validation message ("... - at `$.a[0]`")."""
+    message, sep, where = str(exc).rpartition(" - at `")
+    if not sep:
+        return InvalidInputError(str(exc), root)
+    return InvalidInputError(message, root + where.rstrip("`")[1:])

@@ -9,10 +9,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from typing import Any, Protocol
+from typing import Annotated, Any, Iterable, Literal, Mapping, Protocol
+
+import msgspec
 
 from .cards import CARD_CODES, CARD_SET, deck_cards
-from .errors import IllegalActionError, InvalidInputError
+from .errors import IllegalActionError, InvalidInputError, invalid_from_msgspec
 from .rules import Rules, _check_combination, resolve_rules
 from .scoring import points_round_over, token_round_over
 from .shuffle import check_seed, random_seed, shuffled
@@ -452,29 +454,31 @@ def _check_deck(deck: Any) -> list[str]:
     return list(deck)
 
 
+class ActionDoc(msgspec.Struct, forbid_unknown_fields=True):
+    """An action as JSON: ``play`` needs a ``card``; ``swap_ono99`` and ``draw`` take none."""
+
+    player: Annotated[str, msgspec.Meta(pattern=PLAYER_ID.pattern.join("^$"))]
+    type: Literal["play", "swap_ono99", "draw"]
+    card: Literal["0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10",
+                  "-10", "reverse", "play2", "ono99", "hold"] | None = None
+
+
 def parse_action(doc: Any) -> Action:
     """An Action from its JSON object; raises InvalidInputError when malformed."""
-    if isinstance(doc, Action):
+    if type(doc) is Action:
         return doc
-    if not isinstance(doc, Mapping):
-        raise InvalidInputError("must be an object", "action")
-    kind = doc.get("type")
-    if kind not in ACTION_TYPES or type(kind) is not str:
-        raise InvalidInputError(f"type must be one of {', '.join(ACTION_TYPES)}", "action.type")
-    allowed = {"player", "type", "card"} if kind == PLAY else {"player", "type"}
-    unknown = sorted(set(doc) - allowed)
-    if unknown:
-        raise InvalidInputError(f"unknown field(s) for a {kind} action: {', '.join(map(str, unknown))}", "action")
-    player = doc.get("player")
-    if type(player) is not str or not PLAYER_ID.fullmatch(player):
-        raise InvalidInputError("must be a player id", "action.player")
-    if kind != PLAY:
-        return _ACTIONS[player].swap if kind == SWAP else _ACTIONS[player].draw
-    card = doc.get("card")
-    if type(card) is not str or card not in CARD_SET:
-        raise InvalidInputError(f"unknown card code {card!r}" if card is not None else "a play needs a card",
-                                "action.card")
-    return _ACTIONS[player][card]
+    try:
+        parsed = msgspec.convert(doc, ActionDoc)
+    except msgspec.ValidationError as exc:
+        raise invalid_from_msgspec(exc, "action") from None
+    if parsed.type == PLAY:
+        if parsed.card is None:
+            raise InvalidInputError("a play needs a card", "action.card")
+        return _ACTIONS[parsed.player][parsed.card]
+    if parsed.card is not None:
+        raise InvalidInputError(f"a {parsed.type} action takes no card", "action.card")
+    actions = _ACTIONS[parsed.player]
+    return actions.swap if parsed.type == SWAP else actions.draw
 
 
 def format_action(action: Action) -> dict[str, Any]:

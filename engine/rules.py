@@ -73,29 +73,32 @@ class Option:
     rule: str
     description: str
     check: Callable[[str, Any], Any] = field(repr=False)
+    schema: dict[str, Any] = field(default_factory=dict, repr=False)  # JSON Schema of the value
 
+
+_BOOL: Final = {"type": "boolean"}
 
 OPTIONS: Final = (
-    Option("deck", "R-DECK-2022", "card counts, as an object of card code to count", _deck),
-    Option("hand_size", "R-SET-1", "cards dealt to and held by each player", _int_in(1, 20)),
-    Option("limit", "R-TURN-2", "a play must leave the total below this", _int_in(1, 10_000)),
-    Option("total_floor", "R-TOT-2", "lowest total a -10 can leave (null: may go negative)", _floor),
-    Option("play2_deflectors", "R-P2-2", "cards that pass a pending Play 2 on", _deflectors),
-    Option("play2_as_first_card", "R-P2-3", "may a play2 be the first of two cards", _bool),
+    Option("deck", "R-DECK-2022", "card counts, as an object of card code to count", _deck, {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0, "maximum": 1000}}),
+    Option("hand_size", "R-SET-1", "cards dealt to and held by each player", _int_in(1, 20), {"type": "integer", "minimum": 1, "maximum": 20}),
+    Option("limit", "R-TURN-2", "a play must leave the total below this", _int_in(1, 10_000), {"type": "integer", "minimum": 1, "maximum": 10_000}),
+    Option("total_floor", "R-TOT-2", "lowest total a -10 can leave (null: may go negative)", _floor, {"type": ["integer", "null"], "minimum": -10_000, "maximum": 10_000}),
+    Option("play2_deflectors", "R-P2-2", "cards that pass a pending Play 2 on", _deflectors, {"type": "array", "items": {"enum": list(DEFLECTOR_CARDS)}, "uniqueItems": True}),
+    Option("play2_as_first_card", "R-P2-3", "may a play2 be the first of two cards", _bool, _BOOL),
     Option("reverse_deflects_in_two_player", "R-P2-6",
-           "with two players a reverse still passes a Play 2 on", _bool),
-    Option("ono99_swap", "R-99-2", "four ono99 cards may be swapped for four new cards", _bool),
-    Option("ono99_swap_ends_turn", "R-99-2", "the swap counts as the turn's play", _bool),
+           "with two players a reverse still passes a Play 2 on", _bool, _BOOL),
+    Option("ono99_swap", "R-99-2", "four ono99 cards may be swapped for four new cards", _bool, _BOOL),
+    Option("ono99_swap_ends_turn", "R-99-2", "the swap counts as the turn's play", _bool, _BOOL),
     Option("ono99_on_zero", "R-99-3",
-           "an ono99 may be played when the total ends in zero", _bool),
+           "an ono99 may be played when the total ends in zero", _bool, _BOOL),
     Option("draw", "R-DRAW-1", "'auto': the draw is part of a play; 'manual': a separate action",
-           _one_of("auto", "manual")),
+           _one_of("auto", "manual"), {"enum": ["auto", "manual"]}),
     Option("scoring", "R-SCORE-ELIM", "'elimination', 'tokens' or 'points'",
-           _one_of("elimination", "tokens", "points")),
-    Option("tokens", "R-SCORE-TOK", "tokens each player starts with (tokens scoring)", _int_in(1, 99)),
-    Option("target", "R-PTS-4", "score that ends a player's game or the game (points scoring)", _int_in(1, 100_000)),
+           _one_of("elimination", "tokens", "points"), {"enum": ["elimination", "tokens", "points"]}),
+    Option("tokens", "R-SCORE-TOK", "tokens each player starts with (tokens scoring)", _int_in(1, 99), {"type": "integer", "minimum": 1, "maximum": 99}),
+    Option("target", "R-PTS-4", "score that ends a player's game or the game (points scoring)", _int_in(1, 100_000), {"type": "integer", "minimum": 1, "maximum": 100_000}),
     Option("end", "R-PTS-5", "points scoring: 'last_standing' or 'lowest_score'",
-           _one_of("last_standing", "lowest_score")),
+           _one_of("last_standing", "lowest_score"), {"enum": ["last_standing", "lowest_score"]}),
 )
 OPTION_NAMES: Final = tuple(o.name for o in OPTIONS)
 _OPTIONS_BY_NAME: Final = {o.name: o for o in OPTIONS}
@@ -209,6 +212,13 @@ def rules_to_dict(rules: Rules) -> dict[str, Any]:
             doc[name] = list(value) if isinstance(value, tuple) else value
         _DOCS[rules] = doc
     return doc
+
+
+def rules_json_schema() -> dict[str, Any]:
+    """JSON Schema of a rules object (edition plus overrides), from the declarations above."""
+    return {"type": "object", "required": ["edition"], "additionalProperties": False,
+            "properties": {"edition": {"enum": list(EDITIONS), "description": "preset to start from"},
+                           **{o.name: {**o.schema, "description": f"{o.description} ({o.rule})"} for o in OPTIONS}}}
 
 
 def describe_options() -> dict[str, Any]:

@@ -1,0 +1,222 @@
+"""The application layer under HTTP and gRPC: games, views and sessions.
+
+It speaks in engine values and service errors; transports only translate. No rule
+lives here: every rule question goes to the engine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+import engine
+from engine import Event, GameState, IllegalActionError, InvalidInputError
+
+from .errors import ServiceError, from_engine
+from .signing import StateSigner
+from .store import Conflict, SessionStore
+
+log = logging.getLogger("ono99.app")
+
+_json = msgspec.json.Encoder()
+_decode_events = msgspec.json.Decoder(list[dict[str, Any]])
+_decode_seats = msgspec.json.Decoder(dict[str, str])
+_decode_answer = msgspec.json.Decoder(dict[str, Any])
+
+
+def _engine(call: Any, *args: Any, **kwargs: Any) -> Any:
+    try:
+        return call(*args, **kwargs)
+    except (InvalidInputError, IllegalActionError) as exc:
+        raise from_engine(exc) from None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A state handed back to a stateless caller: its canonical bytes and signature."""
+
+    state: GameState
+    state_json: bytes
+    signature: str | None
+    events: list[Event]
+
+
+@dataclass(frozen=True)
+class SessionAnswer:
+    """What a session action answers: new version, events and view for the actor."""
+
+    session_id: str
+    version: int
+    player: str | None
+    events: list[Event]
+    view: engine.ViewDoc
+    replayed: bool = False
+
+
+class Application:
+    """Stateless games and Redis-backed sessions over the engine."""
+
+    def __init__(self, signer: StateSigner, store: SessionStore | None, service_key: str | None,
+                 session_ttl: int) -> None:
+        self.signer = signer
+        self.store = store
+        self.service_key_hash = _hash(service_key) if service_key else None
+        self.session_ttl = session_ttl
+
+    # --- stateless games -------------------------------------------------------------
+
+    def _outcome(self, state: GameState, events: list[Event]) -> Outcome:
+        canonical = engine.dumps_state(state)
+        return Outcome(state, canonical, self.signer.sign(canonical), events)
+
+    def new_game(self, rules: Any, players: Any, seed: Any = None, deck: Any = None) -> Outcome:
+        """Deal a game (R-SET-1, R-RNG-2)."""
+        state, events = _engine(engine.new_game, rules, players, seed=seed, deck=deck)
+        return self._outcome(state, events)
+
+    def trusted_state(self, doc: Any, signature: str | None) -> GameState:
+        """Decode and validate a caller's state document, and check its signature."""
+        state = doc if isinstance(doc, GameState) else _engine(engine.decode_state, doc)
+        self.signer.verify(state, signature)
+        return state
+
+    def legal_actions(self, state: GameState) -> list[engine.Action]:
+        """Every action allowed now."""
+        return engine.legal_actions(state)
+
+    def apply(self, state: GameState, action: Any) -> Outcome:
+        """The next state and events."""
+        next_state, events = _engine(engine.apply, state, action)
+        return self._outcome(next_state, events)
+
+    def view(self, state: GameState, player: str | None) -> engine.ViewDoc:
+        """What ``player`` (None: a spectator) may see."""
+        return _engine(engine.view_doc, state, player)
+
+    # --- sessions ----------------------------------------------------------------------
+
+    def _sessions(self) -> SessionStore:
+        if self.store is None:
+            raise ServiceError("unavailable", "sessions are disabled on this service")
+        return self.store
+
+    def create_session(self, rules: Any, players: Any, seed: Any = None, deck: Any = None,
+                       ttl: int | None = None) -> tuple[str, dict[str, str], GameState, list[Event]]:
+        """Deal a game into a new session; returns (id, seat tokens, state, events)."""
+        store = self._sessions()
+        state, events = _engine(engine.new_game, rules, players, seed=seed, deck=deck)
+        tokens = {p.id: secrets.token_urlsafe(32) for p in state.players}
+        seats = _json.encode({pid: _hash(token) for pid, token in tokens.items()})
+        ttl = ttl or self.session_ttl
+        for _ in range(3):
+            session_id = secrets.token_urlsafe(16)
+            if store.create(session_id, engine.dumps_state(state), seats, _json.encode(events), ttl):
+                log.info("session created", extra={"session_id": session_id, "version": 1})
+                return session_id, tokens, state, events
+        raise ServiceError("internal_error", "could not allocate a session id")
+
+    def authenticate(self, seats: bytes, token: str | None) -> str | None:
+        """The player a seat token belongs to; None for the service key; else 401."""
+        if not token:
+            raise ServiceError("unauthorized", "send 'Authorization: Bearer <seat token>'")
+        digest = _hash(token)
+        if self.service_key_hash is not None and hmac.compare_digest(digest, self.service_key_hash):
+            return None
+        found = None
+        for player, seat_hash in _decode_seats.decode(seats).items():
+            if hmac.compare_digest(digest, seat_hash):
+                found = player
+        if found is None:
+            raise ServiceError("unauthorized", "the token is no seat token of this session")
+        return found
+
+    def _load(self, session_id: str, idempotency_key: str | None = None) -> Any:
+        stored = self._sessions().read(session_id, idempotency_key)
+        if stored is None:
+            raise ServiceError("not_found", f"no session {session_id!r} (unknown or expired)")
+        return stored
+
+    def get_session(self, session_id: str, token: str | None) -> tuple[int, str | None, GameState]:
+        """(version, viewer, state) for a seat token or the service key (viewer None)."""
+        stored = self._load(session_id)
+        viewer = self.authenticate(stored.seats, token)
+        self._sessions().touch(session_id, stored.ttl)
+        return stored.version, viewer, engine.loads_state(stored.state)
+
+    def act(self, session_id: str, token: str | None, action: Any, expected_version: int | None = None,
+            idempotency_key: str | None = None) -> SessionAnswer:
+        """Apply a seat's action with a compare-and-set on the session version."""
+        store = self._sessions()
+        parsed = _engine(engine.parse_action, action)
+        fingerprint = _hash(_json.encode([engine.format_action(parsed), expected_version]))
+        for _attempt in range(5):
+            stored = self._load(session_id, idempotency_key)
+            player = self.authenticate(stored.seats, token)
+            if stored.idempotent is not None:
+                return self._replay(session_id, stored.idempotent, fingerprint)
+            if player is not None and parsed.player != player:
+                raise ServiceError("forbidden", f"this seat token belongs to {player!r}, "
+                                   f"not to {parsed.player!r}", player=player)
+            if expected_version is not None and expected_version != stored.version:
+                raise ServiceError("version_conflict", f"the session is at version {stored.version}",
+                                   current_version=stored.version)
+            state = engine.loads_state(stored.state)
+            next_state, events = _engine(engine.apply, state, parsed)
+            version = stored.version + 1
+            answer = SessionAnswer(session_id, version, parsed.player,
+                                   engine.redact_events(events, parsed.player),
+                                   engine.view_doc(next_state, parsed.player))
+            record = _json.encode({"fingerprint": fingerprint, "version": version,
+                                   "events": answer.events, "view": answer.view}) if idempotency_key else b""
+            try:
+                store.commit(session_id, stored.version, engine.dumps_state(next_state), _json.encode(events),
+                             stored.ttl, idempotency_key, record)
+            except Conflict as lost:
+                if expected_version is not None:
+                    raise ServiceError("version_conflict", f"the session moved on to version {lost.version}",
+                                       current_version=lost.version) from None
+                continue  # the caller did not pin a version: judge the action again on the new state
+            log.info("action applied", extra={"session_id": session_id, "version": version,
+                                              "player": parsed.player, "action": parsed.type})
+            return answer
+        raise ServiceError("version_conflict", "the session kept changing; try again")
+
+    def _replay(self, session_id: str, recorded: bytes, fingerprint: str) -> SessionAnswer:
+        record = _decode_answer.decode(recorded)
+        if record["fingerprint"] != fingerprint:
+            raise ServiceError("idempotency_key_reused", "this Idempotency-Key was used for another action")
+        view = msgspec.convert(record["view"], engine.ViewDoc)
+        return SessionAnswer(session_id, record["version"], view.viewer, record["events"], view, replayed=True)
+
+    def session_events(self, session_id: str, token: str | None, after: int) -> list[Event]:
+        """The session's events after version ``after``, each with its ``version``, as the caller may see them."""
+        store = self._sessions()
+        stored = self._load(session_id)
+        viewer = self.authenticate(stored.seats, token)
+        batches = store.events(session_id, after)
+        if batches is None:
+            raise ServiceError("not_found", f"no session {session_id!r} (unknown or expired)")
+        out: list[Event] = []
+        first = max(after, 0) + 1
+        for offset, batch in enumerate(batches):
+            for event in _decode_events.decode(batch):
+                shown = event if viewer is None else engine.redact_event(event, viewer)
+                out.append({**shown, "version": first + offset})
+        return out
+
+    def delete_session(self, session_id: str, token: str | None) -> None:
+        """End a session (any seat of it, or the service key)."""
+        stored = self._load(session_id)
+        self.authenticate(stored.seats, token)
+        self._sessions().delete(session_id)
+        log.info("session deleted", extra={"session_id": session_id})
+
+
+def _hash(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()

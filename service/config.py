@@ -1,0 +1,56 @@
+"""Settings: flags override environment variables, which override the defaults."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+
+def _env(name: str, default: Any, kind: type = str) -> Any:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    if kind is bool:
+        return raw.lower() in ("1", "true", "yes", "on")
+    return kind(raw)
+
+
+@dataclass
+class Settings:
+    """Everything the service can be told. ``ENV`` names each field's variable."""
+
+    host: str = "127.0.0.1"
+    http_port: int = 8080
+    grpc_port: int = 50051
+    workers: int = 2
+    redis_url: str | None = None
+    redis_timeout: float = 0.5
+    sessions: bool = True
+    session_ttl: int = 86_400
+    state_secret: str | None = None
+    service_key: str | None = None
+    max_body_bytes: int = 256 * 1024
+    log_level: str = "info"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    ENV = {
+        "host": "ONO99_HOST", "http_port": "ONO99_HTTP_PORT", "grpc_port": "ONO99_GRPC_PORT",
+        "workers": "ONO99_WORKERS", "redis_url": "REDIS_URL", "redis_timeout": "ONO99_REDIS_TIMEOUT",
+        "sessions": "ONO99_SESSIONS", "session_ttl": "ONO99_SESSION_TTL",
+        "state_secret": "ONO99_STATE_SECRET", "service_key": "ONO99_SERVICE_KEY",
+        "max_body_bytes": "ONO99_MAX_BODY_BYTES", "log_level": "ONO99_LOG_LEVEL",
+    }
+
+    @classmethod
+    def from_env(cls, **overrides: Any) -> Settings:
+        """Settings from the environment, then ``overrides`` (None means: not given)."""
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            if f.name == "extra":
+                continue
+            default = f.default
+            kind = {"int": int, "float": float, "bool": bool}.get(str(f.type).split(" ")[0], str)
+            values[f.name] = _env(cls.ENV[f.name], default, kind)
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)

@@ -1,0 +1,94 @@
+"""The HTTP API: a Flask application factory over the application layer."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from flask import Flask, Response
+from flask_smorest import Api
+from werkzeug.exceptions import HTTPException
+
+from ..application import Application
+from ..config import Settings
+from ..errors import ServiceError
+from ..signing import StateSigner
+from ..store import SessionStore, connect
+from . import games, sessions
+from .problems import from_http_exception, from_unexpected, problem_response
+from .schemas import ProblemSchema, engine_components
+
+log = logging.getLogger("ono99.http")
+
+
+class ProblemApi(Api):  # type: ignore[misc]
+    """flask-smorest Api whose errors are problem documents."""
+
+    ERROR_SCHEMA = ProblemSchema
+
+    def handle_http_exception(self, error: HTTPException) -> Response:
+        return from_http_exception(error)
+
+
+def create_app(settings: Settings | None = None, *, warn_unsigned: bool = True) -> Flask:
+    """The Flask app for ``settings`` (from the environment when None)."""
+    settings = settings or Settings.from_env()
+    app = Flask("ono99")
+    app.config.update(
+        API_TITLE="ONO 99 rules service", API_VERSION="1.0.0", OPENAPI_VERSION="3.1.0",
+        OPENAPI_URL_PREFIX="/", OPENAPI_JSON_PATH="openapi.json",
+        OPENAPI_REDOC_PATH="/docs", OPENAPI_REDOC_URL="https://cdn.jsdelivr.net/npm/redoc@2/bundles/redoc.standalone.js",
+        MAX_CONTENT_LENGTH=settings.max_body_bytes,
+        API_SPEC_OPTIONS={
+            "info": {"description": "Rules engine for ONO 99 (2022 and 1980 editions) as a service. "
+                                    "Errors are application/problem+json with a stable `code`."},
+            "components": {"securitySchemes": {"seatToken": {
+                "type": "http", "scheme": "bearer",
+                "description": "a seat token from session creation, or the service key"}}},
+        },
+    )
+    signer = StateSigner(settings.state_secret)
+    if not signer.enabled and warn_unsigned:
+        warn_unsigned_states()
+    store = SessionStore(connect(settings.redis_url, settings.redis_timeout)) \
+        if settings.sessions and settings.redis_url else None
+    app.extensions["ono99"] = Application(signer, store, settings.service_key, settings.session_ttl)
+    app.extensions["ono99.settings"] = settings
+
+    api = ProblemApi(app)
+    for name, schema in engine_components().items():
+        api.spec.components.schema(name, component=schema)
+    api.register_blueprint(games.blp)
+    api.register_blueprint(sessions.blp)
+
+    @app.errorhandler(ServiceError)
+    def _service_error(error: ServiceError) -> Response:
+        return problem_response(error)
+
+    @app.errorhandler(HTTPException)
+    def _http_error(error: HTTPException) -> Response:
+        return from_http_exception(error)
+
+    @app.errorhandler(Exception)
+    def _unexpected(error: Exception) -> Response:
+        return from_unexpected(error)
+
+    @app.get("/healthz")
+    def healthz() -> Any:
+        """Alive: the process answers."""
+        return {"status": "ok"}
+
+    @app.get("/readyz")
+    def readyz() -> Any:
+        """Ready: the session store answers (when sessions are enabled)."""
+        if store is not None and not store.ping():
+            return problem_response(ServiceError("unavailable", "the session store cannot be reached"))
+        return {"status": "ready", "sessions": store is not None}
+
+    return app
+
+
+def warn_unsigned_states() -> None:
+    """Say once that states are not signed (ONO99_STATE_SECRET unset)."""
+    log.warning("ONO99_STATE_SECRET is not set: stateless endpoints accept any consistent state, "
+                "so callers can hand in states they made up (see README, state signing)")

@@ -1,0 +1,110 @@
+"""Stateless endpoints: the caller keeps the state (API.md, HTTP)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from flask import Response, current_app
+from flask.views import MethodView
+from flask_smorest import Blueprint
+
+from engine import describe_options, format_action
+
+from ..application import Application, Outcome
+from .parser import Parser
+from .schemas import (ActionsSchema, ApplySchema, GameSchema, NewGameSchema, ProblemSchema, RulesInfoSchema,
+                      SignedStateSchema, ViewRequestSchema, ViewSchema)
+
+
+class ApiBlueprint(Blueprint):
+    """Blueprint whose bodies are parsed by :class:`Parser` (400 on invalid input)."""
+
+    ARGUMENTS_PARSER = Parser()
+
+
+blp = ApiBlueprint("games", __name__, url_prefix="/v1", description="Stateless game operations")
+_json = msgspec.json.Encoder()
+
+
+def app_layer() -> Application:
+    """The application layer of this Flask app."""
+    return current_app.extensions["ono99"]  # type: ignore[no-any-return]
+
+
+def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    """Encode with msgspec (structs and raw JSON pieces included)."""
+    return Response(_json.encode(body), status=status, mimetype="application/json", headers=headers)
+
+
+def outcome_body(outcome: Outcome) -> dict[str, Any]:
+    """Response body of a state handed back to the caller."""
+    return {"state": msgspec.Raw(outcome.state_json), "state_signature": outcome.signature,
+            "events": outcome.events}
+
+
+ERRORS = {400: "invalid_request", 413: "too_large", 422: "illegal_action"}
+
+
+def _errors(*statuses: int) -> Any:
+    def decorate(func: Any) -> Any:
+        for status in statuses:
+            func = blp.alt_response(status, schema=ProblemSchema, content_type="application/problem+json",
+                                    description=ERRORS.get(status, ""))(func)
+        return func
+    return decorate
+
+
+@blp.route("/games")
+class Games(MethodView):
+    @blp.arguments(NewGameSchema)
+    @blp.response(201, GameSchema)
+    @_errors(413)
+    def post(self, body: dict[str, Any]) -> Response:
+        """Deal a new game (R-SET-1, R-RNG-2); the caller keeps the state."""
+        outcome = app_layer().new_game(body["rules"], body["players"], seed=body["seed"], deck=body["deck"])
+        return json_response(outcome_body(outcome), 201)
+
+
+@blp.route("/games/legal-actions")
+class LegalActions(MethodView):
+    @blp.arguments(SignedStateSchema)
+    @blp.response(200, ActionsSchema)
+    @_errors(413)
+    def post(self, body: dict[str, Any]) -> Response:
+        """Every action the player to act (and players owing a draw) may send now."""
+        app = app_layer()
+        state = app.trusted_state(body["state"], body["state_signature"])
+        return json_response({"actions": [format_action(a) for a in app.legal_actions(state)]})
+
+
+@blp.route("/games/apply")
+class Apply(MethodView):
+    @blp.arguments(ApplySchema)
+    @blp.response(200, GameSchema)
+    @_errors(413, 422)
+    def post(self, body: dict[str, Any]) -> Response:
+        """Apply an action: the next state and the events it caused, or 422 with the rule."""
+        app = app_layer()
+        state = app.trusted_state(body["state"], body["state_signature"])
+        return json_response(outcome_body(app.apply(state, body["action"])))
+
+
+@blp.route("/games/view")
+class View(MethodView):
+    @blp.arguments(ViewRequestSchema)
+    @blp.response(200, ViewSchema)
+    @_errors(413)
+    def post(self, body: dict[str, Any]) -> Response:
+        """What one player (or, without ``player``, a spectator) may see of a state."""
+        app = app_layer()
+        state = app.trusted_state(body["state"], body["state_signature"])
+        return json_response({"view": app.view(state, body["player"])})
+
+
+@blp.route("/rules")
+class RulesInfo(MethodView):
+    @blp.response(200, RulesInfoSchema)
+    def get(self) -> Response:
+        """The edition presets and every rule option with its meaning."""
+        return json_response(describe_options())

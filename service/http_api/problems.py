@@ -1,0 +1,68 @@
+"""Every error as application/problem+json (RFC 9457) with the stable ``code`` of API.md."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import msgspec
+from flask import Response, request
+from werkzeug.exceptions import HTTPException
+
+from ..errors import HTTP_STATUS, ServiceError
+
+log = logging.getLogger("ono99.http")
+_json = msgspec.json.Encoder()
+
+_BY_STATUS = {400: "invalid_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
+              405: "method_not_allowed", 409: "version_conflict", 413: "too_large",
+              415: "unsupported_media_type", 422: "invalid_request", 503: "unavailable"}
+
+
+def problem_response(error: ServiceError, headers: dict[str, str] | None = None) -> Response:
+    """The problem+json response of a service error."""
+    status = HTTP_STATUS[error.code]
+    body = {**error.problem(), "status": status}
+    if status >= 500:
+        log.error("request failed", extra={"code": error.code, "path": request.path})
+    return Response(_json.encode(body), status=status, mimetype="application/problem+json",
+                    headers=headers)
+
+
+def _first_message(errors: Any, path: str = "") -> str:
+    """The first validation message, prefixed with where it is."""
+    if isinstance(errors, dict):
+        for key, value in errors.items():
+            if key == "json":
+                return _first_message(value, path)
+            return _first_message(value, f"{path}.{key}" if path else str(key))
+    if isinstance(errors, list) and errors:
+        first = errors[0]
+        if isinstance(first, str):
+            return first if first.startswith(path) else f"{path}: {first}"
+        return _first_message(first, path)
+    return "invalid request"
+
+
+def from_http_exception(exc: HTTPException) -> Response:
+    """Problem response for werkzeug's and webargs' HTTP errors (bad bodies, 404, 405, 413)."""
+    status = exc.code or 500
+    code = _BY_STATUS.get(status, "internal_error")
+    data = getattr(exc, "data", None) or {}
+    messages = data.get("messages")
+    if messages is not None:
+        error = ServiceError(code, _first_message(messages), errors=messages)
+    elif status == 413:
+        error = ServiceError("too_large", "the request body is over the size limit")
+    else:
+        error = ServiceError(code, exc.description or exc.name)
+    response = problem_response(error)
+    if status == 405 and exc.get_response().headers.get("Allow"):
+        response.headers["Allow"] = exc.get_response().headers["Allow"]
+    return response
+
+
+def from_unexpected(exc: Exception) -> Response:
+    """A 500 that says nothing of the internals (the log has the traceback)."""
+    log.exception("unexpected error", extra={"path": request.path})
+    return problem_response(ServiceError("internal_error", "the service failed; the error was logged"))

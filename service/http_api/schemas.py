@@ -1,0 +1,243 @@
+"""Marshmallow schemas of every request and response body; they generate the OpenAPI document.
+
+Shapes the engine owns (state document, view, action) are not written twice: their
+fields hand the value to the engine's codec, which validates it once, and their
+OpenAPI schemas are the codec's own (``engine_components``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import marshmallow as ma
+import msgspec
+from marshmallow import fields, validate
+
+import engine
+from engine.cards import CARD_CODES
+from engine.codec import StateDoc
+from engine.game import ActionDoc
+from engine.rules import rules_json_schema
+from engine.shuffle import SEED_MAX, SEED_MAX_LENGTH, SEED_MIN, check_seed
+from engine.view import ViewDoc
+
+PLAYER_ID = validate.Regexp(r"^[A-Za-z0-9_-]{1,64}$", error="a player id is 1 to 64 letters, digits, '_' or '-'")
+
+
+def _ref(name: str) -> dict[str, Any]:
+    return {"allOf": [{"$ref": f"#/components/schemas/{name}"}]}
+
+
+def engine_components() -> dict[str, Any]:
+    """OpenAPI component schemas of the engine's documents, generated from the codec."""
+    _, components = msgspec.json.schema_components(
+        [StateDoc, ViewDoc, ActionDoc], ref_template="#/components/schemas/{name}")
+    components["Rules"] = rules_json_schema()
+    return components
+
+
+class Strict(ma.Schema):
+    """Unknown fields are refused (API.md)."""
+
+    class Meta:
+        unknown = ma.RAISE
+
+
+class StateField(fields.Field):
+    """A game state document, decoded and fully validated by the engine codec."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(metadata={**_ref("StateDoc"), "description": "the game state document"}, **kwargs)
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> engine.GameState:
+        try:
+            return engine.decode_state(value)
+        except engine.InvalidInputError as exc:
+            raise ma.ValidationError(str(exc)) from None
+
+
+class ActionField(fields.Field):
+    """An action, parsed by the engine."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(metadata={**_ref("ActionDoc"), "description": "the action to apply"}, **kwargs)
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> engine.Action:
+        try:
+            return engine.parse_action(value)
+        except engine.InvalidInputError as exc:
+            raise ma.ValidationError(str(exc)) from None
+
+
+class SeedField(fields.Field):
+    """A seed: a signed 64-bit integer or a string of 1–128 characters."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(metadata={"anyOf": [{"type": "integer", "minimum": SEED_MIN, "maximum": SEED_MAX},
+                                             {"type": "string", "minLength": 1, "maxLength": SEED_MAX_LENGTH}],
+                                   "description": "shuffle seed (R-RNG-1)"}, **kwargs)
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> int | str:
+        try:
+            return check_seed(value)
+        except engine.InvalidInputError as exc:
+            raise ma.ValidationError(exc.message) from None
+
+
+class RulesField(fields.Dict):
+    """Rules: an edition preset plus overrides; resolved and checked by the engine."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(metadata={**_ref("Rules"), "description": "edition preset plus option overrides"},
+                         **kwargs)
+
+
+def _players() -> fields.List:
+    return fields.List(fields.String(validate=PLAYER_ID), required=True, validate=validate.Length(2, 6),
+                       metadata={"description": "player ids in seat order (clockwise)"})
+
+
+class NewGameSchema(Strict):
+    """Body of POST /v1/games."""
+
+    rules = RulesField(required=True)
+    players = _players()
+    seed = SeedField(load_default=None)
+    deck = fields.List(fields.String(validate=validate.OneOf(CARD_CODES)), load_default=None,
+                       validate=validate.Length(min=1, max=20_000),
+                       metadata={"description": "explicit deck order, top card first (R-RNG-2)"})
+
+
+class NewSessionSchema(NewGameSchema):
+    """Body of POST /v1/sessions."""
+
+    ttl_seconds = fields.Integer(load_default=None, validate=validate.Range(60, 30 * 86_400),
+                                 metadata={"description": "idle time before the session expires"})
+
+
+class SignedStateSchema(Strict):
+    """A state handed back by a caller, with the signature it came with."""
+
+    state = StateField(required=True)
+    state_signature = fields.String(load_default=None, validate=validate.Length(max=200),
+                                    metadata={"description": "required when the service signs states"})
+
+
+class ApplySchema(SignedStateSchema):
+    """Body of POST /v1/games/apply."""
+
+    action = ActionField(required=True)
+
+
+class ViewRequestSchema(SignedStateSchema):
+    """Body of POST /v1/games/view."""
+
+    player = fields.String(load_default=None, validate=PLAYER_ID,
+                           metadata={"description": "viewer; absent: a spectator"})
+
+
+class EventSchema(ma.Schema):
+    """One event; ``type`` says which, the other fields depend on it (README)."""
+
+    class Meta:
+        unknown = ma.INCLUDE
+
+    type = fields.String(required=True)
+
+
+class StateOutSchema(ma.Schema):
+    """A state handed to the caller, signed when the service signs states."""
+
+    state = fields.Dict(required=True, metadata=_ref("StateDoc"))
+    state_signature = fields.String(allow_none=True, metadata={"description": "null when unsigned"})
+
+
+class GameSchema(StateOutSchema):
+    """Response of POST /v1/games and /v1/games/apply."""
+
+    events = fields.List(fields.Nested(EventSchema), required=True)
+
+
+class ActionsSchema(ma.Schema):
+    """Response of POST /v1/games/legal-actions."""
+
+    actions = fields.List(fields.Dict(metadata=_ref("ActionDoc")), required=True)
+
+
+class ViewSchema(ma.Schema):
+    """Response of POST /v1/games/view."""
+
+    view = fields.Dict(required=True, metadata=_ref("ViewDoc"))
+
+
+class RulesInfoSchema(ma.Schema):
+    """Response of GET /v1/rules."""
+
+    presets = fields.Dict(keys=fields.String(), values=fields.Dict(metadata=_ref("Rules")), required=True)
+    options = fields.List(fields.Dict(), required=True)
+
+
+class SessionCreatedSchema(ma.Schema):
+    """Response of POST /v1/sessions."""
+
+    session_id = fields.String(required=True)
+    version = fields.Integer(required=True)
+    seats = fields.Dict(keys=fields.String(), values=fields.String(), required=True,
+                        metadata={"description": "player id → secret seat token; shown once"})
+    view = fields.Dict(required=True, metadata=_ref("ViewDoc"))
+    events = fields.List(fields.Nested(EventSchema), required=True)
+
+
+class SessionViewSchema(ma.Schema):
+    """Response of GET /v1/sessions/{id}."""
+
+    session_id = fields.String(required=True)
+    version = fields.Integer(required=True)
+    view = fields.Dict(required=True, metadata=_ref("ViewDoc"))
+    state = fields.Dict(metadata={**_ref("StateDoc"), "description": "full state: service key only"})
+
+
+class SessionActionSchema(Strict):
+    """Body of POST /v1/sessions/{id}/actions."""
+
+    action = ActionField(required=True)
+    expected_version = fields.Integer(load_default=None, validate=validate.Range(min=1),
+                                      metadata={"description": "apply only if the session is at this version"})
+
+
+class SessionActedSchema(ma.Schema):
+    """Response of POST /v1/sessions/{id}/actions."""
+
+    version = fields.Integer(required=True)
+    events = fields.List(fields.Nested(EventSchema), required=True)
+    view = fields.Dict(required=True, metadata=_ref("ViewDoc"))
+
+
+class EventsQuerySchema(Strict):
+    """Query of GET /v1/sessions/{id}/events."""
+
+    after = fields.Integer(load_default=0, validate=validate.Range(min=0, max=10**9),
+                           metadata={"description": "version already seen"})
+
+
+class EventsSchema(ma.Schema):
+    """Response of GET /v1/sessions/{id}/events."""
+
+    events = fields.List(fields.Nested(EventSchema), required=True,
+                         metadata={"description": "each event carries the version that caused it"})
+
+
+class ProblemSchema(ma.Schema):
+    """An RFC 9457 problem document (application/problem+json)."""
+
+    type = fields.String(required=True)
+    title = fields.String(required=True)
+    status = fields.Integer(required=True)
+    code = fields.String(required=True, metadata={"description": "stable machine-readable code (API.md)"})
+    detail = fields.String(required=True)
+    field = fields.String(metadata={"description": "offending field, when there is one"})
+    rule = fields.String(metadata={"description": "rule id, for illegal actions"})
+    reason = fields.String(metadata={"description": "stable reason code"})
+    errors = fields.Dict()
+    current_version = fields.Integer()
+    player = fields.String()

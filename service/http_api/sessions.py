@@ -1,0 +1,122 @@
+"""Sessions: the service keeps the state in Redis; seats act with their tokens (API.md)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import engine
+from flask import Response, request
+from flask.views import MethodView
+
+from ..errors import ServiceError
+from .games import ApiBlueprint, app_layer, json_response
+from .schemas import (EventsQuerySchema, EventsSchema, NewSessionSchema, ProblemSchema, SessionActedSchema,
+                      SessionActionSchema, SessionCreatedSchema, SessionViewSchema)
+
+blp = ApiBlueprint("sessions", __name__, url_prefix="/v1/sessions",
+                   description="Games kept by the service; each seat authenticates with its token")
+
+AUTH = [{"seatToken": []}]
+
+
+def _token() -> str | None:
+    header = request.headers.get("Authorization", "")
+    scheme, _, token = header.partition(" ")
+    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+
+
+def _problems(*statuses: int) -> Any:
+    def decorate(func: Any) -> Any:
+        for status in statuses:
+            func = blp.alt_response(status, schema=ProblemSchema, content_type="application/problem+json")(func)
+        return func
+    return decorate
+
+
+def _if_match() -> int | None:
+    """A version from ``If-Match: "v7"`` (the ETag this API hands out), else None."""
+    raw = request.headers.get("If-Match")
+    if not raw:
+        return None
+    tag = raw.strip().removeprefix("W/").strip('"')
+    if not tag.startswith("v") or not tag[1:].isdigit():
+        raise ServiceError("invalid_request", 'If-Match takes an ETag of this API, such as "v7"',
+                           field="If-Match")
+    return int(tag[1:])
+
+
+@blp.route("")
+class Sessions(MethodView):
+    @blp.arguments(NewSessionSchema)
+    @blp.response(201, SessionCreatedSchema)
+    @_problems(413, 503)
+    def post(self, body: dict[str, Any]) -> Response:
+        """Deal a game into a new session; the answer holds each seat's secret token (shown once)."""
+        session_id, seats, state, events = app_layer().create_session(
+            body["rules"], body["players"], seed=body["seed"], deck=body["deck"], ttl=body["ttl_seconds"])
+        return json_response({"session_id": session_id, "version": 1, "seats": seats,
+                              "view": engine.view_doc(state, None),
+                              "events": engine.redact_events(events, None)}, 201,
+                             headers={"Location": f"/v1/sessions/{session_id}", "ETag": '"v1"'})
+
+
+@blp.route("/<session_id>")
+class Session(MethodView):
+    @blp.response(200, SessionViewSchema)
+    @blp.doc(security=AUTH)
+    @_problems(401, 404, 503)
+    def get(self, session_id: str) -> Response:
+        """The caller's view (a seat token), or the full state (the service key)."""
+        version, viewer, state = app_layer().get_session(session_id, _token())
+        body: dict[str, Any] = {"session_id": session_id, "version": version, "view": engine.view_doc(state, viewer)}
+        if viewer is None:
+            body["state"] = engine.state_to_doc(state)
+        return json_response(body, headers={"ETag": f'"v{version}"'})
+
+    @blp.response(204)
+    @blp.doc(security=AUTH)
+    @_problems(401, 404, 503)
+    def delete(self, session_id: str) -> Response:
+        """End the session."""
+        app_layer().delete_session(session_id, _token())
+        return Response(status=204)
+
+
+@blp.route("/<session_id>/actions")
+class Actions(MethodView):
+    @blp.arguments(SessionActionSchema)
+    @blp.response(200, SessionActedSchema)
+    @blp.doc(security=AUTH, parameters=[
+        {"in": "header", "name": "Idempotency-Key", "schema": {"type": "string", "maxLength": 200},
+         "description": "a retry with the same key returns the first answer instead of acting twice"},
+        {"in": "header", "name": "If-Match", "schema": {"type": "string"},
+         "description": 'the session ETag ("v7"): same as expected_version'}])
+    @_problems(401, 403, 404, 409, 413, 422, 503)
+    def post(self, body: dict[str, Any], session_id: str) -> Response:
+        """Apply the seat's action with a compare-and-set on the session version."""
+        expected = body["expected_version"]
+        pinned = _if_match()
+        if pinned is not None:
+            if expected is not None and expected != pinned:
+                raise ServiceError("invalid_request", "If-Match and expected_version disagree")
+            expected = pinned
+        key = request.headers.get("Idempotency-Key") or None
+        if key is not None and len(key) > 200:
+            raise ServiceError("invalid_request", "Idempotency-Key is at most 200 characters", field="Idempotency-Key")
+        answer = app_layer().act(session_id, _token(), body["action"], expected, key)
+        headers = {"ETag": f'"v{answer.version}"'}
+        if answer.replayed:
+            headers["Idempotent-Replayed"] = "true"
+        return json_response({"version": answer.version, "events": answer.events, "view": answer.view},
+                             headers=headers)
+
+
+@blp.route("/<session_id>/events")
+class Events(MethodView):
+    @blp.arguments(EventsQuerySchema, location="query")
+    @blp.response(200, EventsSchema)
+    @blp.doc(security=AUTH)
+    @_problems(401, 404, 503)
+    def get(self, query: dict[str, Any], session_id: str) -> Response:
+        """The session's events after version ``after``, as the caller may see them."""
+        return json_response({"events": app_layer().session_events(session_id, _token(), query["after"])})

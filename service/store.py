@@ -1,0 +1,176 @@
+"""Sessions in Redis: one key scheme, one atomic compare-and-set per action.
+
+Keys of session ``S`` (the hash tag keeps them in one Redis Cluster slot):
+
+- ``ono99:{S}:game``   hash: ``version``, ``state`` (JSON), ``seats`` (JSON of player id
+  to SHA-256 of the seat token), ``ttl`` (seconds)
+- ``ono99:{S}:events`` list: element ``v - 1`` holds the events (JSON) of version ``v``
+- ``ono99:{S}:idem``   hash: Idempotency-Key → recorded answer
+- channel ``ono99:{S}:live``: the new version number, published on every commit
+
+Every key expires ``ttl`` seconds after the session's last activity. An action costs
+two round trips: one pipelined read, one compare-and-set script.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import redis
+from redis.backoff import ExponentialBackoff
+from redis.retry import Retry
+
+from .errors import ServiceError
+
+# KEYS: game, events, idem. ARGV: expected version, state, events JSON, ttl ms,
+# idempotency key ('' for none), recorded answer, live channel.
+_COMMIT = """
+local version = redis.call('HGET', KEYS[1], 'version')
+if not version then return {-1, 0} end
+version = tonumber(version)
+if version ~= tonumber(ARGV[1]) then return {0, version} end
+version = version + 1
+redis.call('HSET', KEYS[1], 'version', version, 'state', ARGV[2])
+redis.call('RPUSH', KEYS[2], ARGV[3])
+if ARGV[5] ~= '' then redis.call('HSET', KEYS[3], ARGV[5], ARGV[6]) end
+for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], ARGV[4]) end
+redis.call('PUBLISH', ARGV[7], version)
+return {1, version}
+"""
+
+# KEYS: game, events. ARGV: state, seats, events JSON, ttl s. Creates only if absent.
+_CREATE = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'version', 1, 'state', ARGV[1], 'seats', ARGV[2], 'ttl', ARGV[4])
+redis.call('RPUSH', KEYS[2], ARGV[3])
+redis.call('EXPIRE', KEYS[1], ARGV[4])
+redis.call('EXPIRE', KEYS[2], ARGV[4])
+return 1
+"""
+
+
+def keys(session_id: str) -> tuple[str, str, str]:
+    """The game, events and idempotency keys of a session."""
+    tag = f"ono99:{{{session_id}}}"
+    return f"{tag}:game", f"{tag}:events", f"{tag}:idem"
+
+
+def live_channel(session_id: str) -> str:
+    """The pub/sub channel that announces a session's new versions."""
+    return f"ono99:{{{session_id}}}:live"
+
+
+@dataclass(frozen=True)
+class Stored:
+    """A session as read for an action."""
+
+    version: int
+    state: bytes
+    seats: bytes
+    ttl: int
+    idempotent: bytes | None
+
+
+class Conflict(Exception):
+    """The compare-and-set lost: the session is at ``version`` now."""
+
+    def __init__(self, version: int) -> None:
+        super().__init__(version)
+        self.version = version
+
+
+def connect(url: str, timeout: float) -> redis.Redis:
+    """A client that gives up quickly: explicit socket timeouts, one quick retry."""
+    return redis.Redis.from_url(
+        url, socket_timeout=timeout, socket_connect_timeout=timeout,
+        retry=Retry(ExponentialBackoff(cap=0.05, base=0.01), retries=1),
+        retry_on_error=[redis.ConnectionError, redis.TimeoutError],
+        health_check_interval=30)
+
+
+def _unavailable(exc: Exception) -> ServiceError:
+    return ServiceError("unavailable", f"the session store cannot be reached ({type(exc).__name__})")
+
+
+class SessionStore:
+    """Session persistence over one Redis (or a Redis Cluster: keys share a slot)."""
+
+    def __init__(self, client: redis.Redis) -> None:
+        self.client = client
+        self._commit = client.register_script(_COMMIT)
+        self._create = client.register_script(_CREATE)
+
+    def ping(self) -> bool:
+        """Whether Redis answers now."""
+        try:
+            return bool(self.client.ping())
+        except (redis.ConnectionError, redis.TimeoutError):
+            return False
+
+    def create(self, session_id: str, state: bytes, seats: bytes, events: bytes, ttl: int) -> bool:
+        """Store a new session at version 1; False if the id is taken."""
+        try:
+            return bool(self._create(keys=keys(session_id)[:2], args=[state, seats, events, ttl]))
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            raise _unavailable(exc) from exc
+
+    def read(self, session_id: str, idempotency_key: str | None = None) -> Stored | None:
+        """The session (None if unknown or expired), sliding its time to live."""
+        game, events, idem = keys(session_id)
+        try:
+            pipe = self.client.pipeline(transaction=False)
+            pipe.hmget(game, "version", "state", "seats", "ttl")
+            if idempotency_key:
+                pipe.hget(idem, idempotency_key)
+            replies = pipe.execute()
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            raise _unavailable(exc) from exc
+        version, state, seats, ttl = replies[0]
+        if version is None:
+            return None
+        return Stored(int(version), state, seats, int(ttl), replies[1] if idempotency_key else None)
+
+    def touch(self, session_id: str, ttl: int) -> None:
+        """Slide the session's time to live (reads count as activity)."""
+        try:
+            pipe = self.client.pipeline(transaction=False)
+            for key in keys(session_id):
+                pipe.expire(key, ttl)
+            pipe.execute()
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            raise _unavailable(exc) from exc
+
+    def commit(self, session_id: str, expected: int, state: bytes, events: bytes, ttl: int,
+               idempotency_key: str | None = None, answer: bytes = b"") -> int:
+        """Atomically store version ``expected + 1``; raise Conflict if the session moved on."""
+        try:
+            status, version = self._commit(
+                keys=keys(session_id),
+                args=[expected, state, events, ttl * 1000, idempotency_key or "", answer,
+                      live_channel(session_id)])
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            raise _unavailable(exc) from exc
+        if status == -1:
+            raise ServiceError("not_found", "the session ended while the action was applied")
+        if status == 0:
+            raise Conflict(int(version))
+        return int(version)
+
+    def events(self, session_id: str, after: int) -> list[bytes] | None:
+        """The event batches of versions after ``after`` (None if the session is unknown)."""
+        game, events, _ = keys(session_id)
+        try:
+            pipe = self.client.pipeline(transaction=False)
+            pipe.exists(game)
+            pipe.lrange(events, max(after, 0), -1)
+            exists, batches = pipe.execute()
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            raise _unavailable(exc) from exc
+        return batches if exists else None
+
+    def delete(self, session_id: str) -> bool:
+        """Delete a session; False if it did not exist."""
+        try:
+            return bool(self.client.delete(*keys(session_id)))
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            raise _unavailable(exc) from exc
