@@ -218,5 +218,5 @@ class Application:
         log.info("session deleted", extra={"session_id": session_id})
 
 
-def _hash(secret: str) -> str:
-    return hashlib.sha256(secret.encode()).hexdigest()
+def _hash(secret: str | bytes) -> str:
+    return hashlib.sha256(secret.encode() if isinstance(secret, str) else secret).hexdigest()
