@@ -15,7 +15,7 @@ from ..errors import ServiceError
 from ..signing import StateSigner
 from ..store import SessionStore, connect
 from . import games, sessions
-from .problems import from_http_exception, from_unexpected, problem_response
+from .problems import PROBLEM_JSON, from_http_exception, from_unexpected, problem_response
 from .schemas import ProblemSchema, engine_components
 
 log = logging.getLogger("ono99.http")
@@ -28,6 +28,14 @@ class ProblemApi(Api):  # type: ignore[misc]
 
     def handle_http_exception(self, error: HTTPException) -> Response:
         return from_http_exception(error)
+
+    def _register_responses(self) -> None:
+        # Error responses are documented as what they are: application/problem+json.
+        default, self.DEFAULT_RESPONSE_CONTENT_TYPE = self.DEFAULT_RESPONSE_CONTENT_TYPE, PROBLEM_JSON
+        try:
+            super()._register_responses()
+        finally:
+            self.DEFAULT_RESPONSE_CONTENT_TYPE = default
 
 
 def create_app(settings: Settings | None = None, *, warn_unsigned: bool = True) -> Flask:

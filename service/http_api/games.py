@@ -13,7 +13,8 @@ from engine import describe_options, format_action
 
 from ..application import Application, Outcome
 from .parser import Parser
-from .schemas import (ActionsSchema, ApplySchema, GameSchema, NewGameSchema, ProblemSchema, RulesInfoSchema,
+from .problems import document_errors
+from .schemas import (ActionsSchema, ApplySchema, GameSchema, NewGameSchema, RulesInfoSchema,
                       SignedStateSchema, ViewRequestSchema, ViewSchema)
 
 
@@ -43,16 +44,8 @@ def outcome_body(outcome: Outcome) -> dict[str, Any]:
             "events": outcome.events}
 
 
-ERRORS = {400: "invalid_request", 413: "too_large", 422: "illegal_action"}
-
-
 def _errors(*statuses: int) -> Any:
-    def decorate(func: Any) -> Any:
-        for status in statuses:
-            func = blp.alt_response(status, schema=ProblemSchema, content_type="application/problem+json",
-                                    description=ERRORS.get(status, ""))(func)
-        return func
-    return decorate
+    return document_errors(blp, *statuses)
 
 
 @blp.route("/games")

@@ -12,6 +12,7 @@ from werkzeug.exceptions import HTTPException
 from ..errors import HTTP_STATUS, ServiceError
 
 log = logging.getLogger("ono99.http")
+PROBLEM_JSON = "application/problem+json"
 _json = msgspec.json.Encoder()
 
 _BY_STATUS = {400: "invalid_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
@@ -25,7 +26,7 @@ def problem_response(error: ServiceError, headers: dict[str, str] | None = None)
     body = {**error.problem(), "status": status}
     if status >= 500:
         log.error("request failed", extra={"code": error.code, "path": request.path})
-    return Response(_json.encode(body), status=status, mimetype="application/problem+json",
+    return Response(_json.encode(body), status=status, mimetype=PROBLEM_JSON,
                     headers=headers)
 
 
@@ -66,3 +67,14 @@ def from_unexpected(exc: Exception) -> Response:
     """A 500 that says nothing of the internals (the log has the traceback)."""
     log.exception("unexpected error", extra={"path": request.path})
     return problem_response(ServiceError("internal_error", "the service failed; the error was logged"))
+
+
+def document_errors(blueprint: Any, *statuses: int) -> Any:
+    """Decorator: list these error statuses (problem documents) in the OpenAPI operation."""
+    from http import HTTPStatus
+
+    def decorate(func: Any) -> Any:
+        for status in statuses:
+            func = blueprint.alt_response(status, response=HTTPStatus(status).name)(func)
+        return func
+    return decorate

@@ -10,7 +10,8 @@ from flask.views import MethodView
 
 from ..errors import ServiceError
 from .games import ApiBlueprint, app_layer, json_response
-from .schemas import (EventsQuerySchema, EventsSchema, NewSessionSchema, ProblemSchema, SessionActedSchema,
+from .problems import document_errors
+from .schemas import (EventsQuerySchema, EventsSchema, NewSessionSchema, SessionActedSchema,
                       SessionActionSchema, SessionCreatedSchema, SessionViewSchema)
 
 blp = ApiBlueprint("sessions", __name__, url_prefix="/v1/sessions",
@@ -26,11 +27,7 @@ def _token() -> str | None:
 
 
 def _problems(*statuses: int) -> Any:
-    def decorate(func: Any) -> Any:
-        for status in statuses:
-            func = blp.alt_response(status, schema=ProblemSchema, content_type="application/problem+json")(func)
-        return func
-    return decorate
+    return document_errors(blp, *statuses)
 
 
 def _if_match() -> int | None:
