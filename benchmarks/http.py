@@ -1,0 +1,179 @@
+"""HTTP speed: POST /v1/games/apply and a session action against a bare Flask endpoint.
+
+    python benchmarks/http.py [--seconds 5] [--clients 8] [--workers 2]
+
+All three run under gunicorn with the same settings (sync workers, keep-alive), on
+loopback, one after another in the same run, loaded by the same Python client
+(threads on persistent connections; the client shares the machine's cores with the
+servers, equally for all three). The bare endpoint parses and returns the same JSON
+body as the apply request. Session actions are real moves: each client plays its own
+sessions, keeping a local copy of the game in step through the (deterministic)
+engine to know a legal next action. The last line printed is one JSON object.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# Run as a script, this file's folder comes first on sys.path, where this file would
+# hide the standard library's http package.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+
+import argparse  # noqa: E402
+import http.client  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import random  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from engine import apply, decode_state, encode_state, format_action, legal_actions, new_game  # noqa: E402
+
+SERVICE_KEY = "bench-service-key"
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def gunicorn(app: str, port: int, workers: int, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen([sys.executable, "-m", "gunicorn", "--workers", str(workers), "--worker-class", "sync",
+                             "--keep-alive", "5", "--bind", f"127.0.0.1:{port}", "--log-level", "warning", app],
+                            env={**os.environ, **env, "PYTHONPATH": str(ROOT)}, cwd=ROOT)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
+            conn.request("GET", "/healthz")
+            conn.getresponse().read()
+            return proc
+        except OSError:
+            time.sleep(0.1)
+    proc.kill()
+    raise SystemExit(f"{app} did not start")
+
+
+def load(port: int, seconds: float, clients: int, make_request) -> dict[str, float]:  # type: ignore[no-untyped-def]
+    """Run ``clients`` threads for ``seconds``; each calls make_request(conn, worker_state)."""
+    latencies: list[list[float]] = [[] for _ in range(clients)]
+    errors = [0] * clients
+    stop = time.monotonic() + seconds
+    barrier = threading.Barrier(clients + 1)
+
+    def run(k: int) -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        mine: dict[str, object] = {}
+        barrier.wait()
+        while time.monotonic() < stop:
+            t = time.perf_counter()
+            ok = make_request(conn, mine)
+            if ok is None:  # untimed set-up request
+                continue
+            latencies[k].append(time.perf_counter() - t)
+            if not ok:
+                errors[k] += 1
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(clients)]
+    for th in threads:
+        th.start()
+    barrier.wait()
+    began = time.monotonic()
+    for th in threads:
+        th.join()
+    elapsed = time.monotonic() - began
+    flat = sorted(x for xs in latencies for x in xs)
+    return {"requests_per_s": round(len(flat) / elapsed, 1),
+            "p50_ms": round(statistics.median(flat) * 1000, 2),
+            "p99_ms": round(flat[int(len(flat) * 0.99) - 1] * 1000, 2),
+            "errors": sum(errors), "requests": len(flat)}
+
+
+def post(conn: http.client.HTTPConnection, path: str, body: bytes, headers: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
+    conn.request("POST", path, body, {"Content-Type": "application/json", **(headers or {})})
+    response = conn.getresponse()
+    return response.status, response.read()
+
+
+def mid_game_body() -> bytes:
+    """A 4-player 2022 state a third of the way in, with a legal action."""
+    rng = random.Random(3)
+    state, _ = new_game({"edition": "2022"}, ["ann", "bob", "cy", "dee"], seed=11)
+    for _ in range(15):
+        state, _ = apply(state, rng.choice(legal_actions(state)))
+    return json.dumps({"state": encode_state(state), "action": format_action(legal_actions(state)[0])}).encode()
+
+
+def session_request(conn: http.client.HTTPConnection, mine: dict) -> bool | None:  # type: ignore[type-arg]
+    """One real move in this client's session; a new session (untimed) when none is running."""
+    state = mine.get("state")
+    if state is None or state.status != "playing":
+        status, body = post(conn, "/v1/sessions", json.dumps(
+            {"rules": {"edition": "2022"}, "players": ["ann", "bob", "cy", "dee"],
+             "seed": random.randrange(2**31)}).encode())
+        created = json.loads(body)
+        conn.request("GET", f"/v1/sessions/{created['session_id']}", headers={"Authorization": f"Bearer {SERVICE_KEY}"})
+        mine.update(sid=created["session_id"], seats=created["seats"],
+                    state=decode_state(json.loads(conn.getresponse().read())["state"]),
+                    rng=random.Random(created["session_id"]))
+        return None
+    action = mine["rng"].choice(legal_actions(state))
+    status, _ = post(conn, f"/v1/sessions/{mine['sid']}/actions", json.dumps({"action": format_action(action)}).encode(),
+                     {"Authorization": f"Bearer {mine['seats'][action.player]}"})
+    mine["state"] = apply(state, action)[0]
+    return status == 200
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args()
+    from service.embedded_redis import start_embedded
+
+    redis_server = start_embedded()
+    body = mid_game_body()
+    results: dict[str, dict[str, float]] = {}
+    env = {"REDIS_URL": redis_server.connection_url, "ONO99_SERVICE_KEY": SERVICE_KEY,
+           "ONO99_LOG_LEVEL": "warning"}
+    try:
+        port = free_port()
+        bare = gunicorn("benchmarks.bare_flask:app", port, args.workers, env)
+        # The bare app has no /healthz: gunicorn answered 404, which is enough to know it is up.
+        results["bare"] = load(port, args.seconds, args.clients,
+                               lambda conn, _: post(conn, "/echo", body)[0] == 200)
+        bare.terminate()
+        bare.wait()
+        port = free_port()
+        service = gunicorn("service.wsgi:app", port, args.workers, env)
+        results["apply"] = load(port, args.seconds, args.clients,
+                                lambda conn, _: post(conn, "/v1/games/apply", body)[0] == 200)
+        results["session_action"] = load(port, args.seconds, args.clients, session_request)
+        service.terminate()
+        service.wait()
+    finally:
+        redis_server.stop()
+    for name, r in results.items():
+        print(f"{name:>15}: {r['requests_per_s']:>8,.0f} req/s  p50 {r['p50_ms']} ms  p99 {r['p99_ms']} ms  "
+              f"errors {r['errors']}/{r['requests']}")
+    figures = {f"{name}_{k}": v for name, r in results.items() for k, v in r.items()}
+    figures["body_bytes"] = len(body)
+    figures["ratio_apply"] = round(results["apply"]["requests_per_s"] / results["bare"]["requests_per_s"], 3)
+    figures["ratio_session_action"] = round(
+        results["session_action"]["requests_per_s"] / results["bare"]["requests_per_s"], 3)
+    print(f"ratio apply/bare {figures['ratio_apply']}, session action/bare {figures['ratio_session_action']}")
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,9 @@
+"""WSGI entry point for any WSGI server: ``gunicorn service.wsgi:app`` (settings from the environment)."""
+
+from . import logs
+from .config import Settings
+from .http_api import create_app
+
+settings = Settings.from_env()
+logs.setup(settings.log_level)
+app = create_app(settings)
