@@ -127,7 +127,8 @@ def session_request(conn: http.client.HTTPConnection, mine: dict) -> bool | None
                     rng=random.Random(created["session_id"]))
         return None
     action = mine["rng"].choice(legal_actions(state))
-    status, _ = post(conn, f"/v1/sessions/{mine['sid']}/actions", json.dumps({"action": format_action(action)}).encode(),
+    payload = json.dumps({"action": format_action(action)}).encode()
+    status, _ = post(conn, f"/v1/sessions/{mine['sid']}/actions", payload,
                      {"Authorization": f"Bearer {mine['seats'][action.player]}"})
     mine["state"] = apply(state, action)[0]
     return status == 200

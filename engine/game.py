@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from typing import Annotated, Any, Iterable, Literal, Mapping, Protocol
+from typing import Annotated, Any, Literal, Protocol
 
 import msgspec
 
@@ -19,7 +19,6 @@ from .rules import Rules, _check_combination, resolve_rules
 from .scoring import points_round_over, token_round_over
 from .shuffle import check_seed, random_seed, shuffled
 from .state import (
-    ACTION_TYPES,
     ACTIVE,
     DRAW,
     OUT,

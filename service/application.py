@@ -97,7 +97,8 @@ class Application:
 
     def view(self, state: GameState, player: str | None) -> engine.ViewDoc:
         """What ``player`` (None: a spectator) may see."""
-        return _engine(engine.view_doc, state, player)
+        view: engine.ViewDoc = _engine(engine.view_doc, state, player)
+        return view
 
     # --- sessions ----------------------------------------------------------------------
 

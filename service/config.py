@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, ClassVar
 
 
 def _env(name: str, default: Any, kind: type = str) -> Any:
@@ -34,7 +34,7 @@ class Settings:
     log_level: str = "info"
     extra: dict[str, Any] = field(default_factory=dict)
 
-    ENV = {
+    ENV: ClassVar[dict[str, str]] = {
         "host": "ONO99_HOST", "http_port": "ONO99_HTTP_PORT", "grpc_port": "ONO99_GRPC_PORT",
         "workers": "ONO99_WORKERS", "redis_url": "REDIS_URL", "redis_timeout": "ONO99_REDIS_TIMEOUT",
         "sessions": "ONO99_SESSIONS", "session_ttl": "ONO99_SESSION_TTL",

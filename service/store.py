@@ -116,7 +116,7 @@ class SessionStore:
 
     def read(self, session_id: str, idempotency_key: str | None = None) -> Stored | None:
         """The session (None if unknown or expired), sliding its time to live."""
-        game, events, idem = keys(session_id)
+        game, _, idem = keys(session_id)
         try:
             pipe = self.client.pipeline(transaction=False)
             pipe.hmget(game, "version", "state", "seats", "ttl")
@@ -158,11 +158,11 @@ class SessionStore:
 
     def events(self, session_id: str, after: int) -> list[bytes] | None:
         """The event batches of versions after ``after`` (None if the session is unknown)."""
-        game, events, _ = keys(session_id)
+        game, events_key, _ = keys(session_id)
         try:
             pipe = self.client.pipeline(transaction=False)
             pipe.exists(game)
-            pipe.lrange(events, max(after, 0), -1)
+            pipe.lrange(events_key, max(after, 0), -1)
             exists, batches = pipe.execute()
         except (redis.ConnectionError, redis.TimeoutError) as exc:
             raise _unavailable(exc) from exc

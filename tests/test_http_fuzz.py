@@ -9,8 +9,13 @@ from __future__ import annotations
 
 import schemathesis
 from hypothesis import HealthCheck, settings
-from schemathesis.checks import (content_type_conformance, not_a_server_error, response_headers_conformance,
-                                 response_schema_conformance, status_code_conformance)
+from schemathesis.checks import (
+    content_type_conformance,
+    not_a_server_error,
+    response_headers_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
 
 from service.http_api import create_app
 from tests.conftest import make_settings

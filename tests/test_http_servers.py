@@ -68,7 +68,8 @@ def test_no_endpoint_shows_a_seat_another_hand_or_the_draw_pile(server):
             view = requests.get(f"{server.url}/v1/sessions/{sid}", headers=auth(token)).json()
             assert "state" not in view
             _assert_sees_only_own(view["view"], state, seat)
-            for event in requests.get(f"{server.url}/v1/sessions/{sid}/events?after=0", headers=auth(token)).json()["events"]:
+            log = requests.get(f"{server.url}/v1/sessions/{sid}/events?after=0", headers=auth(token)).json()
+            for event in log["events"]:
                 assert event["type"] != "drew" or ("card" in event) == (event["player"] == seat)
             # An illegal attempt: the problem document names no card of anyone else.
             wrong = requests.post(f"{server.url}/v1/sessions/{sid}/actions", headers=auth(token),

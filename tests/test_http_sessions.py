@@ -110,7 +110,8 @@ def test_event_log_after_a_version_is_redacted_per_viewer(client):
     for _ in range(3):
         action = next_action(client, sid)
         token = s["seats"][action["player"]]
-        assert client.post(f"/v1/sessions/{sid}/actions", json={"action": action}, headers=auth(token)).status_code == 200
+        done = client.post(f"/v1/sessions/{sid}/actions", json={"action": action}, headers=auth(token))
+        assert done.status_code == 200
     for seat, token in s["seats"].items():
         events = client.get(f"/v1/sessions/{sid}/events?after=1", headers=auth(token)).json["events"]
         assert [e["version"] for e in events if e["type"] == "played"] == [2, 3, 4]

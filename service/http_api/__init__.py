@@ -31,7 +31,8 @@ class ProblemApi(Api):  # type: ignore[misc]
 
     def _register_responses(self) -> None:
         # Error responses are documented as what they are: application/problem+json.
-        default, self.DEFAULT_RESPONSE_CONTENT_TYPE = self.DEFAULT_RESPONSE_CONTENT_TYPE, PROBLEM_JSON
+        default: str = self.DEFAULT_RESPONSE_CONTENT_TYPE  # type: ignore[has-type]
+        self.DEFAULT_RESPONSE_CONTENT_TYPE = PROBLEM_JSON
         try:
             super()._register_responses()
         finally:

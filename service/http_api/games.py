@@ -14,11 +14,19 @@ from engine import describe_options, format_action
 from ..application import Application, Outcome
 from .parser import Parser
 from .problems import document_errors
-from .schemas import (ActionsSchema, ApplySchema, GameSchema, NewGameSchema, RulesInfoSchema,
-                      SignedStateSchema, ViewRequestSchema, ViewSchema)
+from .schemas import (
+    ActionsSchema,
+    ApplySchema,
+    GameSchema,
+    NewGameSchema,
+    RulesInfoSchema,
+    SignedStateSchema,
+    ViewRequestSchema,
+    ViewSchema,
+)
 
 
-class ApiBlueprint(Blueprint):
+class ApiBlueprint(Blueprint):  # type: ignore[misc]
     """Blueprint whose bodies are parsed by :class:`Parser` (400 on invalid input)."""
 
     ARGUMENTS_PARSER = Parser()

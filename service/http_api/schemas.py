@@ -43,7 +43,7 @@ class Strict(ma.Schema):
         unknown = ma.RAISE
 
 
-class StateField(fields.Field):
+class StateField(fields.Field):  # type: ignore[type-arg]
     """A game state document, decoded and fully validated by the engine codec."""
 
     def __init__(self, **kwargs: Any) -> None:
@@ -56,7 +56,7 @@ class StateField(fields.Field):
             raise ma.ValidationError(str(exc)) from None
 
 
-class ActionField(fields.Field):
+class ActionField(fields.Field):  # type: ignore[type-arg]
     """An action, parsed by the engine."""
 
     def __init__(self, **kwargs: Any) -> None:
@@ -69,7 +69,7 @@ class ActionField(fields.Field):
             raise ma.ValidationError(str(exc)) from None
 
 
-class SeedField(fields.Field):
+class SeedField(fields.Field):  # type: ignore[type-arg]
     """A seed: a signed 64-bit integer or a string of 1–128 characters."""
 
     def __init__(self, **kwargs: Any) -> None:
@@ -92,7 +92,7 @@ class RulesField(fields.Dict):
                          **kwargs)
 
 
-def _players() -> fields.List:
+def _players() -> fields.List:  # type: ignore[type-arg]
     return fields.List(fields.String(validate=PLAYER_ID), required=True, validate=validate.Length(2, 6),
                        metadata={"description": "player ids in seat order (clockwise)"})
 

@@ -4,20 +4,28 @@ from __future__ import annotations
 
 from typing import Any
 
-import engine
 from flask import Response, request
 from flask.views import MethodView
+
+import engine
 
 from ..errors import ServiceError
 from .games import ApiBlueprint, app_layer, json_response
 from .problems import document_errors
-from .schemas import (EventsQuerySchema, EventsSchema, NewSessionSchema, SessionActedSchema,
-                      SessionActionSchema, SessionCreatedSchema, SessionViewSchema)
+from .schemas import (
+    EventsQuerySchema,
+    EventsSchema,
+    NewSessionSchema,
+    SessionActedSchema,
+    SessionActionSchema,
+    SessionCreatedSchema,
+    SessionViewSchema,
+)
 
 blp = ApiBlueprint("sessions", __name__, url_prefix="/v1/sessions",
                    description="Games kept by the service; each seat authenticates with its token")
 
-AUTH = [{"seatToken": []}]
+AUTH: list[dict[str, list[str]]] = [{"seatToken": []}]
 
 
 def _token() -> str | None:
