@@ -7,6 +7,7 @@ OpenAPI schemas are the codec's own (``engine_components``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import marshmallow as ma
@@ -43,30 +44,29 @@ class Strict(ma.Schema):
         unknown = ma.RAISE
 
 
-class StateField(fields.Field):  # type: ignore[type-arg]
+class EngineField(fields.Field):  # type: ignore[type-arg]
+    """A value whose shape the engine owns: ``parse`` validates it (once), and its OpenAPI
+    schema is the engine's component ``component``."""
+
+    def __init__(self, parse: Callable[[Any], Any], component: str, description: str, **kwargs: Any) -> None:
+        super().__init__(metadata={**_ref(component), "description": description}, **kwargs)
+        self.parse = parse
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> Any:
+        try:
+            return self.parse(value)
+        except engine.InvalidInputError as exc:
+            raise ma.ValidationError(str(exc)) from None
+
+
+def StateField(**kwargs: Any) -> EngineField:
     """A game state document, decoded and fully validated by the engine codec."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(metadata={**_ref("StateDoc"), "description": "the game state document"}, **kwargs)
-
-    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> engine.GameState:
-        try:
-            return engine.decode_state(value)
-        except engine.InvalidInputError as exc:
-            raise ma.ValidationError(str(exc)) from None
+    return EngineField(engine.decode_state, "StateDoc", "the game state document", **kwargs)
 
 
-class ActionField(fields.Field):  # type: ignore[type-arg]
+def ActionField(**kwargs: Any) -> EngineField:
     """An action, parsed by the engine."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(metadata={**_ref("ActionDoc"), "description": "the action to apply"}, **kwargs)
-
-    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> engine.Action:
-        try:
-            return engine.parse_action(value)
-        except engine.InvalidInputError as exc:
-            raise ma.ValidationError(str(exc)) from None
+    return EngineField(engine.parse_action, "ActionDoc", "the action to apply", **kwargs)
 
 
 class SeedField(fields.Field):  # type: ignore[type-arg]
