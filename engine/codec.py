@@ -16,7 +16,7 @@ from msgspec import UNSET, Meta, Struct, UnsetType
 
 from .cards import CARD_CODES, deck_cards
 from .errors import InvalidInputError, invalid_from_msgspec
-from .game import can_act
+from .game import PLAYER_ID, can_act
 from .rules import Rules, resolve_rules, rules_to_dict
 from .shuffle import SEED_MAX_LENGTH
 from .state import ACTIVE, OUT, OUT_OF_ROUND, OVER, PLAYING, GameState, Play2, Player
@@ -27,14 +27,23 @@ Card = Literal["0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10",
 assert Card.__args__ == CARD_CODES  # type: ignore[attr-defined]
 PlayerId = Annotated[str, Meta(pattern=r"^[A-Za-z0-9_-]{1,64}$",
                                description="1–64 letters, digits, '_' or '-'")]
+# Inside a state every other reference must name one of its players, so only the
+# players' own ids are matched against the pattern (once each, in state_from_doc).
+PlayerRef = Annotated[str, Meta(max_length=64, description="id of a player of this game")]
 Seed = Annotated[int, Meta(ge=-(2**63), le=2**63 - 1)] | Annotated[
     str, Meta(min_length=1, max_length=SEED_MAX_LENGTH)]
+
+
+# The pattern is documented in the schema but checked once per player in state_from_doc:
+# the compiled pattern there is cheaper than msgspec's per-value regex call.
+SeatId = Annotated[str, Meta(max_length=64, extra_json_schema={"pattern": PLAYER_ID.pattern.join("^$")},
+                             description="1–64 letters, digits, '_' or '-'")]
 
 
 class PlayerDoc(Struct, forbid_unknown_fields=True, omit_defaults=False):
     """One seat of the state document."""
 
-    id: PlayerId
+    id: SeatId
     hand: list[Card]
     status: Literal["active", "out", "out_of_round"]
     tokens: Annotated[int, Meta(ge=0)] | UnsetType = UNSET
@@ -45,7 +54,7 @@ class PlayerDoc(Struct, forbid_unknown_fields=True, omit_defaults=False):
 class Play2Doc(Struct, forbid_unknown_fields=True):
     """A pending Play 2 obligation."""
 
-    player: PlayerId
+    player: PlayerRef
     cards_left: Literal[1, 2]
 
 
@@ -65,15 +74,15 @@ class StateDoc(Struct, forbid_unknown_fields=True):
     discard_pile: list[Card]
     total: int
     direction: Literal[1, -1]
-    current: PlayerId | None
+    current: PlayerRef | None
     play2: Play2Doc | None
     status: Literal["playing", "over"]
     round: Annotated[int, Meta(ge=1, le=10**6)] = 1
-    winners: list[PlayerId] = msgspec.field(default_factory=list)
+    winners: list[PlayerRef] = msgspec.field(default_factory=list)
     seed: Seed = 0
     shuffles: Annotated[int, Meta(ge=0, le=10**9)] = 0
-    round_starter: PlayerId | None = None
-    owed_draws: list[PlayerId] = msgspec.field(default_factory=list)
+    round_starter: PlayerRef | None = None
+    owed_draws: list[PlayerRef] = msgspec.field(default_factory=list)
     turn: TurnDoc = msgspec.field(default_factory=TurnDoc)
 
 
@@ -161,6 +170,8 @@ def state_from_doc(doc: StateDoc) -> GameState:
     busted_count = 0
     active = 0
     for k, p in enumerate(doc.players):
+        if not PLAYER_ID.fullmatch(p.id):
+            raise _fail("a player id is 1 to 64 letters, digits, '_' or '-'", f"players[{k}].id")
         if p.id in seats:
             raise _fail(f"player id {p.id!r} appears twice", f"players[{k}].id")
         seats[p.id] = k
