@@ -71,7 +71,6 @@ class GameState(NamedTuple):
 PLAY = "play"
 DRAW = "draw"
 SWAP = "swap_ono99"
-ACTION_TYPES = (PLAY, SWAP, DRAW)
 
 
 class Action(NamedTuple):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
 
@@ -32,7 +32,6 @@ class Settings:
     service_key: str | None = None
     max_body_bytes: int = 256 * 1024
     log_level: str = "info"
-    extra: dict[str, Any] = field(default_factory=dict)
 
     ENV: ClassVar[dict[str, str]] = {
         "host": "ONO99_HOST", "http_port": "ONO99_HTTP_PORT", "grpc_port": "ONO99_GRPC_PORT",
@@ -47,8 +46,6 @@ class Settings:
         """Settings from the environment, then ``overrides`` (None means: not given)."""
         values: dict[str, Any] = {}
         for f in fields(cls):
-            if f.name == "extra":
-                continue
             default = f.default
             kind = {"int": int, "float": float, "bool": bool}.get(str(f.type).split(" ")[0], str)
             values[f.name] = _env(cls.ENV[f.name], default, kind)
