@@ -13,9 +13,9 @@ from typing import Annotated, Any, Literal, Protocol
 
 import msgspec
 
-from .cards import CARD_CODES, CARD_SET, deck_cards
+from .cards import CARD_CODES, CARD_SET, TOTAL_DELTA, deck_cards
 from .errors import IllegalActionError, InvalidInputError, invalid_from_msgspec
-from .rules import Rules, _check_combination, resolve_rules
+from .rules import Rules, check_combination, resolve_rules
 from .scoring import points_round_over, token_round_over
 from .shuffle import check_seed, random_seed, shuffled
 from .state import (
@@ -71,10 +71,7 @@ def new_total(rules: Rules, total: int, card: str) -> int:
         total -= 10
         floor = rules.total_floor
         return floor if floor is not None and total < floor else total
-    return total + _DELTA[card]
-
-
-_DELTA = {c: (int(c) if c.isdigit() else 0) for c in CARD_CODES}
+    return total + TOTAL_DELTA[card]
 
 
 def why_not(s: _Position, card: str) -> tuple[str, str] | None:
@@ -111,6 +108,21 @@ def _judge(rules: Rules, total: int, first_of_two: bool, ono99_played: bool, car
     return None
 
 
+def _can_swap(s: _Position, hand: tuple[str, ...]) -> bool:
+    """R-99-2: four ono99 cards in hand, swap allowed, not yet swapped this turn."""
+    return s.rules.ono99_swap and not s.swapped and hand.count("ono99") >= 4
+
+
+def _can_bust(rules: Rules) -> bool:
+    """R-PTS-1: only points scoring lets a player without a legal play go over the limit."""
+    return rules.scoring == "points"
+
+
+def _can_draw(s: GameState | Table, seat: int) -> bool:
+    """R-DRAW-1, R-TURN-4: ``seat`` owes a draw and some card can be drawn."""
+    return seat in s.owed_draws and bool(s.draw_pile or s.discard_pile)
+
+
 def _choices(s: _Position, hand: tuple[str, ...]) -> tuple[list[str], list[str], bool]:
     """Distinct cards the player to act may play, those only the limit stops, and
     whether the R-99-2 swap is open to them."""
@@ -124,23 +136,22 @@ def _choices(s: _Position, hand: tuple[str, ...]) -> tuple[list[str], list[str],
                 plays.append(card)
         elif problem is OVER_LIMIT and card not in busts:
             busts.append(card)
-    rules = s.rules
-    can_swap = rules.ono99_swap and not s.swapped and hand.count("ono99") >= 4
-    return plays, busts, can_swap
+    return plays, busts, _can_swap(s, hand)
 
 
 def can_act(t: Table | GameState, seat: int) -> bool:
-    """Whether ``seat`` has any action now, taking their turn (R-ELIM-2)."""
+    """Whether ``seat`` has any action now, taking their turn (R-ELIM-2).
+
+    The same judgement as :func:`legal_actions`, stopping at the first action found.
+    """
     hand = t.players[seat].hand
     verdicts = judgements(t.rules, t.total, t.play2, t.ono99_played)
-    rules = t.rules
+    bust_ok = _can_bust(t.rules)
     for card in hand:
         problem = verdicts[card]
-        if problem is None or (problem is OVER_LIMIT and rules.scoring == "points"):
+        if problem is None or (bust_ok and problem is OVER_LIMIT):
             return True
-    if rules.ono99_swap and not t.swapped and hand.count("ono99") >= 4:
-        return True
-    return seat in t.owed_draws and bool(t.draw_pile or t.discard_pile)
+    return _can_swap(t, hand) or _can_draw(t, seat)
 
 
 class _ActionsOf(dict[str, Action]):
@@ -179,10 +190,9 @@ def legal_actions(state: GameState) -> list[Action]:
     actions = list(map(mine.__getitem__, plays))
     if can_swap:
         actions.append(mine.swap)
-    if not actions and state.rules.scoring == "points":
+    if not actions and _can_bust(state.rules):
         actions = [mine[card] for card in busts]  # R-PTS-1
-    if state.owed_draws and (state.draw_pile or state.discard_pile):
-        actions.extend(_ACTIONS[state.players[i].id].draw for i in state.owed_draws)
+    actions.extend(_ACTIONS[state.players[i].id].draw for i in state.owed_draws if _can_draw(state, i))
     return actions
 
 
@@ -224,7 +234,7 @@ def _apply_play(state: GameState, seat: int, card: str) -> tuple[GameState, list
     problem = why_not(state, card)
     bust = False
     if problem is not None:
-        if problem is OVER_LIMIT and state.rules.scoring == "points":
+        if problem is OVER_LIMIT and _can_bust(state.rules):
             plays, _, can_swap = _choices(state, hand)
             if plays or can_swap:
                 raise IllegalActionError("R-PTS-1", "total_would_reach_limit",
@@ -246,7 +256,7 @@ def _play(t: Table, seat: int, card: str, bust: bool) -> None:
     i = hand.index(card)
     hand = hand[:i] + hand[i + 1:]
     t.discard_pile += (card,)
-    total = t.total = new_total(rules, t.total, card) if card == "-10" else t.total + _DELTA[card]
+    total = t.total = new_total(rules, t.total, card)
     events = t.events
     events.append({"type": "played", "player": pid, "card": card, "total": total})
     if t.owed_draws:
@@ -265,21 +275,16 @@ def _play(t: Table, seat: int, card: str, bust: bool) -> None:
         if card == "ono99":
             t.ono99_played = True  # R-99-3
     status, busted = (OUT_OF_ROUND, True) if bust else (p.status, p.busted)
+    drawn = None
     if rules.draw == "auto":
-        pile = t.draw_pile  # R-TURN-3
-        if pile:
-            drawn: str | None = pile[0]
-            t.draw_pile = pile[1:]
-        else:
-            drawn = take_top(t)
+        drawn = take_top(t)  # R-TURN-3
         if drawn is not None:
-            t.players[seat] = _new_tuple(Player, (pid, hand + (drawn,), status, p.tokens, p.score, busted))
-            events.append({"type": "drew", "player": pid, "card": drawn})
-        else:
-            t.players[seat] = _new_tuple(Player, (pid, hand, status, p.tokens, p.score, busted))
+            hand += (drawn,)
     else:
-        t.players[seat] = _new_tuple(Player, (pid, hand, status, p.tokens, p.score, busted))
         t.owed_draws = (seat,)  # R-DRAW-1
+    t.players[seat] = _new_tuple(Player, (pid, hand, status, p.tokens, p.score, busted))
+    if drawn is not None:
+        events.append({"type": "drew", "player": pid, "card": drawn})
     if bust:
         events.append({"type": "out_of_round", "player": pid, "reason": "busted"})  # R-PTS-1
     if first_of_two and not deflect and not bust:
@@ -298,10 +303,10 @@ def _apply_swap(state: GameState, seat: int) -> tuple[GameState, list[Event]]:
     if seat != state.current:
         raise IllegalActionError("R-TURN-1", "not_your_turn", "only the player to act may swap")
     hand = state.players[seat].hand
-    if hand.count("ono99") < 4:
+    if not _can_swap(state, hand):
+        if state.swapped:
+            raise IllegalActionError("R-99-2", "already_swapped", "one swap per turn")
         raise IllegalActionError("R-99-2", "swap_needs_four_ono99", "the swap needs four ono99 cards in hand")
-    if state.swapped:
-        raise IllegalActionError("R-99-2", "already_swapped", "one swap per turn")
     t = Table(state)
     p = t.players[seat]
     kept = list(hand)
@@ -332,7 +337,7 @@ def _apply_draw(state: GameState, seat: int) -> tuple[GameState, list[Event]]:
         raise IllegalActionError("R-TURN-3", "draw_is_automatic", "cards are drawn as part of each play")
     if seat not in state.owed_draws:
         raise IllegalActionError("R-DRAW-1", "no_draw_owed", "this player owes no draw")
-    if not state.draw_pile and not state.discard_pile:
+    if not _can_draw(state, seat):
         raise IllegalActionError("R-TURN-4", "nothing_to_draw", "both piles are empty")
     t = Table(state)
     t.owed_draws = tuple(i for i in t.owed_draws if i != seat)
@@ -422,7 +427,7 @@ def new_game(rules: Rules | Mapping[str, Any], players: Iterable[str] | Any,
         for card in order:
             counts[card] = counts.get(card, 0) + 1
         rules = replace(rules, deck=tuple((c, counts[c]) for c in CARD_CODES if c in counts))
-        _check_combination(rules)
+        check_combination(rules)
         seed = 0 if seed is None else check_seed(seed)
         shuffles = 0
     else:

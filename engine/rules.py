@@ -190,13 +190,14 @@ def resolve_rules(doc: Any) -> Rules:
     merged = {**PRESETS[edition], **{k: v for k, v in doc.items() if k != "edition"}}
     values = {name: _OPTIONS_BY_NAME[name].check(name, merged[name]) for name in OPTION_NAMES}
     rules = Rules(edition=edition, **values)
-    _check_combination(rules)
+    check_combination(rules)
     if key is not None and len(_RESOLVED) < 4096:
         _RESOLVED[key] = rules
     return rules
 
 
-def _check_combination(rules: Rules) -> None:
+def check_combination(rules: Rules) -> None:
+    """Refuse option combinations that cannot be played (InvalidInputError)."""
     if rules.total_floor is not None and rules.total_floor >= rules.limit:
         raise InvalidInputError("total_floor must be below limit", "rules.total_floor")
     if rules.play2_as_first_card != ("play2" in rules.play2_deflectors):
