@@ -63,9 +63,8 @@ def run_gunicorn(settings: Settings) -> None:
     Gunicorn().run()
 
 
-def serve(args: argparse.Namespace) -> int:
+def serve(args: argparse.Namespace, settings: Settings) -> int:
     """Everything on its embedded defaults."""
-    settings = _settings(args)
     server = None
     if settings.sessions and not settings.redis_url:
         from .embedded_redis import start_embedded
@@ -81,9 +80,8 @@ def serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def http(args: argparse.Namespace) -> int:
+def http(args: argparse.Namespace, settings: Settings) -> int:
     """The HTTP API alone."""
-    settings = _settings(args)
     if settings.sessions and not settings.redis_url:
         sys.exit("ono99 http: set REDIS_URL (or --redis-url), or pass --no-sessions")
     run_gunicorn(settings)
@@ -105,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     settings = _settings(args)
     logs.setup(settings.log_level)
-    return int(args.func(args))
+    return int(args.func(args, settings))
 
 
 if __name__ == "__main__":

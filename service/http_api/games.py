@@ -52,15 +52,16 @@ def outcome_body(outcome: Outcome) -> dict[str, Any]:
             "events": outcome.events}
 
 
-def _errors(*statuses: int) -> Any:
-    return document_errors(blp, *statuses)
+def caller_state(body: dict[str, Any]) -> Any:
+    """The caller's state from a parsed body, its signature checked."""
+    return app_layer().trusted_state(body["state"], body["state_signature"])
 
 
 @blp.route("/games")
 class Games(MethodView):
     @blp.arguments(NewGameSchema)
     @blp.response(201, GameSchema)
-    @_errors(413)
+    @document_errors(blp, 413)
     def post(self, body: dict[str, Any]) -> Response:
         """Deal a new game (R-SET-1, R-RNG-2); the caller keeps the state."""
         outcome = app_layer().new_game(body["rules"], body["players"], seed=body["seed"], deck=body["deck"])
@@ -71,36 +72,31 @@ class Games(MethodView):
 class LegalActions(MethodView):
     @blp.arguments(SignedStateSchema)
     @blp.response(200, ActionsSchema)
-    @_errors(413)
+    @document_errors(blp, 413)
     def post(self, body: dict[str, Any]) -> Response:
         """Every action the player to act (and players owing a draw) may send now."""
-        app = app_layer()
-        state = app.trusted_state(body["state"], body["state_signature"])
-        return json_response({"actions": [format_action(a) for a in app.legal_actions(state)]})
+        actions = app_layer().legal_actions(caller_state(body))
+        return json_response({"actions": [format_action(a) for a in actions]})
 
 
 @blp.route("/games/apply")
 class Apply(MethodView):
     @blp.arguments(ApplySchema)
     @blp.response(200, GameSchema)
-    @_errors(413, 422)
+    @document_errors(blp, 413, 422)
     def post(self, body: dict[str, Any]) -> Response:
         """Apply an action: the next state and the events it caused, or 422 with the rule."""
-        app = app_layer()
-        state = app.trusted_state(body["state"], body["state_signature"])
-        return json_response(outcome_body(app.apply(state, body["action"])))
+        return json_response(outcome_body(app_layer().apply(caller_state(body), body["action"])))
 
 
 @blp.route("/games/view")
 class View(MethodView):
     @blp.arguments(ViewRequestSchema)
     @blp.response(200, ViewSchema)
-    @_errors(413)
+    @document_errors(blp, 413)
     def post(self, body: dict[str, Any]) -> Response:
         """What one player (or, without ``player``, a spectator) may see of a state."""
-        app = app_layer()
-        state = app.trusted_state(body["state"], body["state_signature"])
-        return json_response({"view": app.view(state, body["player"])})
+        return json_response({"view": app_layer().view(caller_state(body), body["player"])})
 
 
 @blp.route("/rules")

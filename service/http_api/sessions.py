@@ -34,10 +34,6 @@ def _token() -> str | None:
     return token.strip() if scheme.lower() == "bearer" and token.strip() else None
 
 
-def _problems(*statuses: int) -> Any:
-    return document_errors(blp, *statuses)
-
-
 def _if_match() -> int | None:
     """A version from ``If-Match: "v7"`` (the ETag this API hands out), else None."""
     raw = request.headers.get("If-Match")
@@ -54,7 +50,7 @@ def _if_match() -> int | None:
 class Sessions(MethodView):
     @blp.arguments(NewSessionSchema)
     @blp.response(201, SessionCreatedSchema)
-    @_problems(413, 503)
+    @document_errors(blp, 413, 503)
     def post(self, body: dict[str, Any]) -> Response:
         """Deal a game into a new session; the answer holds each seat's secret token (shown once)."""
         session_id, seats, state, events = app_layer().create_session(
@@ -69,7 +65,7 @@ class Sessions(MethodView):
 class Session(MethodView):
     @blp.response(200, SessionViewSchema)
     @blp.doc(security=AUTH)
-    @_problems(401, 404, 503)
+    @document_errors(blp, 401, 404, 503)
     def get(self, session_id: str) -> Response:
         """The caller's view (a seat token), or the full state (the service key)."""
         version, viewer, state = app_layer().get_session(session_id, _token())
@@ -80,7 +76,7 @@ class Session(MethodView):
 
     @blp.response(204)
     @blp.doc(security=AUTH)
-    @_problems(401, 404, 503)
+    @document_errors(blp, 401, 404, 503)
     def delete(self, session_id: str) -> Response:
         """End the session."""
         app_layer().delete_session(session_id, _token())
@@ -96,7 +92,7 @@ class Actions(MethodView):
          "description": "a retry with the same key returns the first answer instead of acting twice"},
         {"in": "header", "name": "If-Match", "schema": {"type": "string"},
          "description": 'the session ETag ("v7"): same as expected_version'}])
-    @_problems(401, 403, 404, 409, 413, 422, 503)
+    @document_errors(blp, 401, 403, 404, 409, 413, 422, 503)
     def post(self, body: dict[str, Any], session_id: str) -> Response:
         """Apply the seat's action with a compare-and-set on the session version."""
         expected = body["expected_version"]
@@ -121,7 +117,7 @@ class Events(MethodView):
     @blp.arguments(EventsQuerySchema, location="query")
     @blp.response(200, EventsSchema)
     @blp.doc(security=AUTH)
-    @_problems(401, 404, 503)
+    @document_errors(blp, 401, 404, 503)
     def get(self, query: dict[str, Any], session_id: str) -> Response:
         """The session's events after version ``after``, as the caller may see them."""
         return json_response({"events": app_layer().session_events(session_id, _token(), query["after"])})
