@@ -77,4 +77,4 @@ def test_any_sequence_of_legal_actions_keeps_the_invariants_and_replays_identica
     if picked:
         mid = decode_state(trail[k])
         assert encode_state(apply(mid, picked[k])[0]) == trail[k + 1]
-        assert legal_actions(mid) == legal_actions(decode_state(trail[k]))
+        assert picked[k] in legal_actions(mid)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
-from engine import IllegalActionError, apply, decode_state, encode_state, legal_actions, new_game
+from engine import IllegalActionError, InvalidInputError, apply, decode_state, encode_state, legal_actions, new_game
 from engine.scoring import hand_points
 from engine.state import Action
 from tests.conftest import puzzle, types
@@ -18,7 +20,7 @@ def play(state, player, card):
 def test_elimination_scoring_is_one_round():
     state, _ = new_game({"edition": "2022"}, ["a", "b"], seed=9)
     assert state.rules.scoring == "elimination"
-    rng = __import__("random").Random(9)
+    rng = random.Random(9)
     while state.status == "playing":
         state, events = apply(state, rng.choice(legal_actions(state)))
         assert "round_over" not in types(events)
@@ -146,8 +148,6 @@ def test_a_new_round_skips_players_out_of_the_game_and_resets_the_table():
 
 @pytest.mark.rules("R-RNG-1")
 def test_same_seed_and_actions_give_identical_states_and_events():
-    import random
-
     def run(seed):
         state, events = new_game({"edition": "1980", "scoring": "tokens"}, ["a", "b", "c"], seed=seed)
         rng = random.Random(0)
@@ -180,8 +180,8 @@ def test_an_explicit_deck_is_dealt_one_card_at_a_time_and_becomes_the_deck_optio
     assert state.players[0].hand == ("1", "3", "5", "7") and state.players[1].hand == ("2", "4", "6", "8")
     assert state.draw_pile == ("9", "0", "10", "-10")
     assert dict(state.rules.deck) == {c: 1 for c in deck} and state.seed == 0 and state.shuffles == 0
-    with pytest.raises(Exception) as exc:
+    with pytest.raises(InvalidInputError) as exc:
         new_game({"edition": "2022"}, ["a", "b"], deck=["1", "2"])
-    assert "need" in str(exc.value)
+    assert exc.value.path == "deck" and "need" in str(exc.value)
     state, _ = new_game({"edition": "2022"}, ["a", "b"], deck=deck, seed="re")
     assert state.seed == "re"

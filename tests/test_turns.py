@@ -166,17 +166,17 @@ def test_minus_ten_may_go_negative_in_1980():
 @pytest.mark.rules("R-ELIM-1", "R-ELIM-2")
 def test_a_player_without_a_legal_play_is_eliminated_when_the_turn_reaches_them():
     state = puzzle(hands={"a": ["1", "2", "3", "4"], "b": ["5", "6", "7", "8"], "c": ["0", "0", "1", "1"]},
-                   total=90, top=["2"])
-    after, events = play(state, "a", "2")  # 92: b holds 7, 8 → still plays 5 or 6
+                   total=90, top=["2", "0", "0"])
+    after, events = play(state, "a", "2")  # 92: b still plays 5 or 6
     assert after.current == 1
     after, events = play(after, "b", "6")  # 98: c can only play 0
     assert after.current == 2
-    after, events = play(after, "c", "0")  # 98: a holds 1,3,4,2 → 99+ with all but... a has none
+    after, events = play(after, "c", "0")  # 98: a holds 1, 3, 4, 2: every card reaches 99
     assert types(events)[:3] == ["played", "drew", "eliminated"]
     assert events[2] == {"type": "eliminated", "player": "a", "reason": "no_legal_play"}
     d = doc(after)
     assert d["players"][0]["status"] == "out" and len(d["players"][0]["hand"]) == 4  # laid face up
-    assert after.current == 1 or after.status == "over"
+    assert after.status == "playing" and after.current == 1  # b (who drew a 0) acts next; a is skipped
 
 
 @pytest.mark.rules("R-ELIM-1", "R-WIN-1")
