@@ -10,6 +10,7 @@ import hashlib
 import hmac
 import logging
 import secrets
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -197,19 +198,45 @@ class Application:
 
     def session_events(self, session_id: str, token: str | None, after: int) -> list[Event]:
         """The session's events after version ``after``, each with its ``version``, as the caller may see them."""
+        stored = self._load(session_id)
+        viewer = self.authenticate(stored.seats, token)
+        found = self._events_after(session_id, viewer, after)
+        if found is None:
+            raise ServiceError("not_found", f"no session {session_id!r} (unknown or expired)")
+        return found[0]
+
+    def watch_events(self, session_id: str, token: str | None, after: int, active: Callable[[], bool],
+                     poll: float = 1.0) -> Iterator[Event]:
+        """The session's events after ``after`` and then as they are committed (by any
+        process), as the caller may see them; ends when the session does or ``active()``
+        turns false."""
         store = self._sessions()
         stored = self._load(session_id)
         viewer = self.authenticate(stored.seats, token)
-        batches = store.events(session_id, after)
+        pubsub = store.subscribe(session_id)  # before reading the log, so no commit falls between
+        try:
+            while active():
+                found = self._events_after(session_id, viewer, after)
+                if found is None:
+                    return
+                events, after = found
+                yield from events
+                store.wait(pubsub, poll)
+        finally:
+            pubsub.close()
+
+    def _events_after(self, session_id: str, viewer: str | None, after: int) -> tuple[list[Event], int] | None:
+        """(events after ``after`` redacted for ``viewer``, latest version), or None if the session is gone."""
+        batches = self._sessions().events(session_id, after)
         if batches is None:
-            raise ServiceError("not_found", f"no session {session_id!r} (unknown or expired)")
+            return None
         out: list[Event] = []
         first = max(after, 0) + 1
         for offset, batch in enumerate(batches):
             for event in _decode_events.decode(batch):
                 shown = event if viewer is None else engine.redact_event(event, viewer)
                 out.append({**shown, "version": first + offset})
-        return out
+        return out, max(after, 0) + len(batches)
 
     def delete_session(self, session_id: str, token: str | None) -> None:
         """End a session (any seat of it, or the service key)."""

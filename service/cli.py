@@ -1,8 +1,9 @@
 """``ono99``: run the service.
 
-    ono99 serve   HTTP API under gunicorn, with an embedded Redis-protocol server when
-                  REDIS_URL is not set
+    ono99 serve   the HTTP API (gunicorn) and the gRPC API (its own process), with an
+                  embedded Redis-protocol server when REDIS_URL is not set
     ono99 http    the HTTP API alone (REDIS_URL, or --no-sessions)
+    ono99 grpc    the gRPC API alone (REDIS_URL, or --no-sessions)
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,7 @@ log = logging.getLogger("ono99")
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", help="address to listen on (ONO99_HOST, default 127.0.0.1)")
     parser.add_argument("--http-port", type=int, help="HTTP port (ONO99_HTTP_PORT, default 8080)")
+    parser.add_argument("--grpc-port", type=int, help="gRPC port (ONO99_GRPC_PORT, default 50051)")
     parser.add_argument("--workers", type=int, help="gunicorn worker processes (ONO99_WORKERS, default 2)")
     parser.add_argument("--redis-url", help="Redis for sessions (REDIS_URL)")
     parser.add_argument("--no-sessions", action="store_true", help="stateless endpoints only")
@@ -30,7 +33,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 
 def _settings(args: argparse.Namespace) -> Settings:
-    return Settings.from_env(host=args.host, http_port=args.http_port, workers=args.workers,
+    return Settings.from_env(host=args.host, http_port=args.http_port, grpc_port=args.grpc_port,
+                             workers=args.workers,
                              redis_url=args.redis_url, log_level=args.log_level,
                              sessions=False if args.no_sessions else None)
 
@@ -39,7 +43,8 @@ def run_gunicorn(settings: Settings) -> None:
     """Serve the HTTP API with gunicorn in this process (the master) until SIGTERM/SIGINT."""
     from gunicorn.app.base import BaseApplication
 
-    from .http_api import create_app, warn_unsigned_states
+    from .http_api import create_app
+    from .signing import warn_unsigned_states
 
     class Gunicorn(BaseApplication):  # type: ignore[misc]
         def load_config(self) -> None:
@@ -64,27 +69,53 @@ def run_gunicorn(settings: Settings) -> None:
 
 
 def serve(args: argparse.Namespace, settings: Settings) -> int:
-    """Everything on its embedded defaults."""
+    """Everything on its embedded defaults: gRPC in a process of its own (never inside
+    forked gunicorn workers), HTTP under gunicorn in this one."""
     server = None
     if settings.sessions and not settings.redis_url:
         from .embedded_redis import start_embedded
 
         server = start_embedded(Path(args.redis_data) if args.redis_data else None)
         settings.redis_url = server.connection_url
-        os.environ["REDIS_URL"] = settings.redis_url
+    env = {**os.environ, "REDIS_URL": settings.redis_url or "", "ONO99_HOST": settings.host,
+           "ONO99_GRPC_PORT": str(settings.grpc_port), "ONO99_LOG_LEVEL": settings.log_level,
+           "ONO99_SESSIONS": "true" if settings.sessions else "false"}
+    grpc_process = subprocess.Popen([sys.executable, "-m", "service.cli", "grpc"], env=env)
     try:
         run_gunicorn(settings)
     finally:
+        grpc_process.terminate()
+        try:
+            grpc_process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            grpc_process.kill()
         if server is not None:
             server.stop()
     return 0
 
 
+def _needs_redis(name: str, settings: Settings) -> None:
+    if settings.sessions and not settings.redis_url:
+        sys.exit(f"ono99 {name}: set REDIS_URL (or --redis-url), or pass --no-sessions")
+
+
 def http(args: argparse.Namespace, settings: Settings) -> int:
     """The HTTP API alone."""
-    if settings.sessions and not settings.redis_url:
-        sys.exit("ono99 http: set REDIS_URL (or --redis-url), or pass --no-sessions")
+    _needs_redis("http", settings)
     run_gunicorn(settings)
+    return 0
+
+
+def grpc(args: argparse.Namespace, settings: Settings) -> int:
+    """The gRPC API alone."""
+    _needs_redis("grpc", settings)
+    from .grpc_api.server import run
+
+    if not settings.state_secret:
+        from .signing import warn_unsigned_states
+
+        warn_unsigned_states()
+    run(settings)
     return 0
 
 
@@ -100,6 +131,9 @@ def main(argv: list[str] | None = None) -> int:
     p_http = sub.add_parser("http", help="run the HTTP API alone")
     _common(p_http)
     p_http.set_defaults(func=http)
+    p_grpc = sub.add_parser("grpc", help="run the gRPC API alone")
+    _common(p_grpc)
+    p_grpc.set_defaults(func=grpc)
     args = parser.parse_args(argv)
     settings = _settings(args)
     logs.setup(settings.log_level)

@@ -9,12 +9,21 @@ matter). A state sent back without it, or with a wrong one, is refused.
 from __future__ import annotations
 
 import hashlib
+import logging
 
 from itsdangerous import BadSignature, Signer
 
 from engine import GameState, dumps_state
 
 from .errors import ServiceError
+
+log = logging.getLogger("ono99.signing")
+
+
+def warn_unsigned_states() -> None:
+    """Say once, at start, that states are not signed (ONO99_STATE_SECRET unset)."""
+    log.warning("ONO99_STATE_SECRET is not set: stateless endpoints accept any consistent state, "
+                "so callers can hand in states they made up (see README, state signing)")
 
 
 class StateSigner:

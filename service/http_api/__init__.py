@@ -12,7 +12,7 @@ from werkzeug.exceptions import HTTPException
 from ..application import Application
 from ..config import Settings
 from ..errors import ServiceError
-from ..signing import StateSigner
+from ..signing import StateSigner, warn_unsigned_states
 from ..store import SessionStore, connect
 from . import games, sessions
 from .problems import PROBLEM_JSON, from_http_exception, from_unexpected, problem_response
@@ -95,9 +95,3 @@ def create_app(settings: Settings | None = None, *, warn_unsigned: bool = True) 
         return {"status": "ready", "sessions": store is not None}
 
     return app
-
-
-def warn_unsigned_states() -> None:
-    """Say once that states are not signed (ONO99_STATE_SECRET unset)."""
-    log.warning("ONO99_STATE_SECRET is not set: stateless endpoints accept any consistent state, "
-                "so callers can hand in states they made up (see README, state signing)")

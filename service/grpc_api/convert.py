@@ -1,0 +1,185 @@
+"""Translation between protobuf messages and the engine's JSON documents.
+
+Only shapes move here; every check stays in the engine (states and actions are decoded
+by the engine's codec after translation).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine import CARD_CODES, InvalidInputError
+
+from .gen import ono99_pb2 as pb
+
+_CARD_OF = {i + 1: code for i, code in enumerate(CARD_CODES)}  # enum value → card code
+_ENUM_OF: dict[str, Any] = {code: i + 1 for i, code in enumerate(CARD_CODES)}
+_ACTION_OF = {pb.ACTION_TYPE_PLAY: "play", pb.ACTION_TYPE_SWAP_ONO99: "swap_ono99", pb.ACTION_TYPE_DRAW: "draw"}
+_ACTION_ENUM: dict[str, Any] = {v: k for k, v in _ACTION_OF.items()}
+_STATUS_OF = {pb.PLAYER_STATUS_ACTIVE: "active", pb.PLAYER_STATUS_OUT: "out",
+              pb.PLAYER_STATUS_OUT_OF_ROUND: "out_of_round"}
+_STATUS_ENUM = {v: k for k, v in _STATUS_OF.items()}
+_GAME_OF = {pb.GAME_STATUS_PLAYING: "playing", pb.GAME_STATUS_OVER: "over"}
+_GAME_ENUM = {v: k for k, v in _GAME_OF.items()}
+
+
+def card(value: int, path: str) -> str:
+    """The card code of an enum value; InvalidInputError for CARD_UNSPECIFIED or unknown."""
+    code = _CARD_OF.get(value)
+    if code is None:
+        raise InvalidInputError("a card must be set", path)
+    return code
+
+
+def cards(values: Any, path: str) -> list[str]:
+    """Card codes of a repeated Card field."""
+    return [card(v, f"{path}[{k}]") for k, v in enumerate(values)]
+
+
+def card_enums(codes: Any) -> list[Any]:
+    """Enum values of card codes."""
+    return [_ENUM_OF[c] for c in codes]
+
+
+def _enum(table: dict[Any, str], value: int, path: str) -> str:
+    name = table.get(value)
+    if name is None:
+        raise InvalidInputError("must be set", path)
+    return name
+
+
+# --- rules ----------------------------------------------------------------------------
+
+_OPTIONAL = ("hand_size", "limit", "play2_as_first_card", "reverse_deflects_in_two_player", "ono99_swap",
+             "ono99_swap_ends_turn", "ono99_on_zero", "draw", "scoring", "tokens", "target", "end")
+
+
+def rules_doc(msg: pb.Rules) -> dict[str, Any]:
+    """Rules overrides from a Rules message (unset fields keep the preset's values)."""
+    doc: dict[str, Any] = {"edition": msg.edition}
+    if msg.deck:
+        doc["deck"] = {}
+        for k, entry in enumerate(msg.deck):
+            doc["deck"][card(entry.card, f"rules.deck[{k}].card")] = entry.count
+    for name in _OPTIONAL:
+        if msg.HasField(name):
+            doc[name] = getattr(msg, name)
+    if msg.no_total_floor:
+        doc["total_floor"] = None
+    elif msg.HasField("total_floor"):
+        doc["total_floor"] = msg.total_floor
+    if msg.play2_deflectors:
+        doc["play2_deflectors"] = cards(msg.play2_deflectors, "rules.play2_deflectors")
+    return doc
+
+
+def rules_message(doc: dict[str, Any]) -> pb.Rules:
+    """A fully set Rules message from resolved rules."""
+    deck = [pb.DeckEntry(card=_ENUM_OF[c], count=n) for c, n in doc["deck"].items()]
+    msg = pb.Rules(edition=doc["edition"], deck=deck,
+                   play2_deflectors=card_enums(doc["play2_deflectors"]),
+                   no_total_floor=doc["total_floor"] is None,
+                   **{name: doc[name] for name in _OPTIONAL})
+    if doc["total_floor"] is not None:
+        msg.total_floor = doc["total_floor"]
+    return msg
+
+
+# --- actions and events ------------------------------------------------------------------
+
+def action_doc(msg: pb.Action) -> dict[str, Any]:
+    """An action's JSON object from an Action message."""
+    kind = _enum(_ACTION_OF, msg.type, "action.type")
+    doc: dict[str, Any] = {"player": msg.player, "type": kind}
+    if kind == "play" or msg.card:
+        doc["card"] = card(msg.card, "action.card")
+    return doc
+
+
+def action_message(action: Any) -> pb.Action:
+    """An Action message from an engine Action."""
+    return pb.Action(player=action.player, type=_ACTION_ENUM[action.type],
+                     card=_ENUM_OF[action.card] if action.card else pb.CARD_UNSPECIFIED)
+
+
+def event_message(event: dict[str, Any]) -> pb.Event:
+    """An Event message from an event object."""
+    msg = pb.Event(type=event["type"])
+    for key, value in event.items():
+        if key == "type":
+            continue
+        if key == "card":
+            msg.card = _ENUM_OF[value]
+        elif key in ("points", "scores"):
+            getattr(msg, key).update(value)
+        elif key == "winners":
+            msg.winners.extend(value)
+        else:
+            setattr(msg, key, value)
+    return msg
+
+
+# --- states and views ------------------------------------------------------------------------
+
+def state_message(doc: dict[str, Any]) -> pb.GameState:
+    """A GameState message from a state document."""
+    msg = pb.GameState(
+        rules=rules_message(doc["rules"]),
+        players=[pb.Player(id=p["id"], hand=card_enums(p["hand"]), status=_STATUS_ENUM[p["status"]],
+                           tokens=p["tokens"], score=p["score"], busted=p["busted"]) for p in doc["players"]],
+        draw_pile=card_enums(doc["draw_pile"]), discard_pile=card_enums(doc["discard_pile"]),
+        total=doc["total"], direction=doc["direction"], round=doc["round"], status=_GAME_ENUM[doc["status"]],
+        winners=doc["winners"], shuffles=doc["shuffles"], round_starter=doc["round_starter"],
+        owed_draws=doc["owed_draws"], turn=pb.Turn(**doc["turn"]))
+    if doc["current"] is not None:
+        msg.current = doc["current"]
+    if doc["play2"] is not None:
+        msg.play2.CopyFrom(pb.Play2(**doc["play2"]))
+    if isinstance(doc["seed"], int):
+        msg.seed_int = doc["seed"]
+    else:
+        msg.seed_text = doc["seed"]
+    return msg
+
+
+def state_doc(msg: pb.GameState) -> dict[str, Any]:
+    """A state document from a GameState message (the engine validates it next)."""
+    doc: dict[str, Any] = {
+        "rules": rules_doc(msg.rules),
+        "players": [{"id": p.id, "hand": cards(p.hand, f"state.players[{k}].hand"),
+                     "status": _enum(_STATUS_OF, p.status, f"state.players[{k}].status"),
+                     "tokens": p.tokens, "score": p.score, "busted": p.busted} for k, p in enumerate(msg.players)],
+        "draw_pile": cards(msg.draw_pile, "state.draw_pile"),
+        "discard_pile": cards(msg.discard_pile, "state.discard_pile"),
+        "total": msg.total, "direction": msg.direction,
+        "current": msg.current if msg.HasField("current") else None,
+        "play2": {"player": msg.play2.player, "cards_left": msg.play2.cards_left} if msg.HasField("play2") else None,
+        "round": msg.round, "status": _enum(_GAME_OF, msg.status, "state.status"), "winners": list(msg.winners),
+        "seed": msg.seed_int if msg.WhichOneof("seed") == "seed_int" else msg.seed_text or 0,
+        "shuffles": msg.shuffles, "round_starter": msg.round_starter or None,
+        "owed_draws": list(msg.owed_draws),
+        "turn": {"swapped": msg.turn.swapped, "ono99_played": msg.turn.ono99_played},
+    }
+    if doc["round_starter"] is None:
+        del doc["round_starter"]
+    return doc
+
+
+def view_message(view: dict[str, Any]) -> pb.View:
+    """A View message from a view object."""
+    msg = pb.View(
+        rules=rules_message(view["rules"]),
+        players=[pb.ViewPlayer(id=p["id"], hand_visible=p["hand"] is not None, hand=card_enums(p["hand"] or ()),
+                               hand_count=p["hand_count"], status=_STATUS_ENUM[p["status"]], tokens=p["tokens"],
+                               score=p["score"], busted=p["busted"]) for p in view["players"]],
+        draw_pile_count=view["draw_pile_count"], discard_pile=card_enums(view["discard_pile"]),
+        total=view["total"], direction=view["direction"], round=view["round"],
+        status=_GAME_ENUM[view["status"]], winners=view["winners"], round_starter=view["round_starter"],
+        owed_draws=view["owed_draws"], turn=pb.Turn(**view["turn"]))
+    if view["viewer"] is not None:
+        msg.viewer = view["viewer"]
+    if view["current"] is not None:
+        msg.current = view["current"]
+    if view["play2"] is not None:
+        msg.play2.CopyFrom(pb.Play2(**view["play2"]))
+    return msg

@@ -1,0 +1,67 @@
+"""Service errors as gRPC statuses with google.rpc.Status details (grpcio-status)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import grpc
+from google.protobuf import any_pb2
+from google.rpc import code_pb2, error_details_pb2, status_pb2
+from grpc_status import rpc_status
+
+from engine import IllegalActionError, InvalidInputError
+
+from ..errors import ServiceError, from_engine
+
+log = logging.getLogger("ono99.grpc")
+
+# The HTTP table of API.md, in gRPC terms.
+GRPC_CODE = {
+    "invalid_request": code_pb2.INVALID_ARGUMENT,
+    "unauthorized": code_pb2.UNAUTHENTICATED,
+    "forbidden": code_pb2.PERMISSION_DENIED,
+    "not_found": code_pb2.NOT_FOUND,
+    "method_not_allowed": code_pb2.UNIMPLEMENTED,
+    "version_conflict": code_pb2.ABORTED,
+    "too_large": code_pb2.RESOURCE_EXHAUSTED,
+    "unsupported_media_type": code_pb2.INVALID_ARGUMENT,
+    "illegal_action": code_pb2.FAILED_PRECONDITION,
+    "idempotency_key_reused": code_pb2.FAILED_PRECONDITION,
+    "internal_error": code_pb2.INTERNAL,
+    "unavailable": code_pb2.UNAVAILABLE,
+}
+
+
+def to_status(error: ServiceError) -> grpc.Status:
+    """The gRPC status of a service error: code, message and an ErrorInfo detail whose
+    ``reason`` is the stable code and whose metadata carries rule, reason, field, ..."""
+    info = error_details_pb2.ErrorInfo(reason=error.code, domain="ono99",
+                                       metadata={k: str(v) for k, v in error.extra.items() if k != "errors"})
+    detail = any_pb2.Any()
+    detail.Pack(info)
+    return rpc_status.to_status(status_pb2.Status(code=GRPC_CODE[error.code], message=error.detail,
+                                                  details=[detail]))
+
+
+T = TypeVar("T")
+
+
+def answer(context: grpc.ServicerContext, call: Callable[[], T]) -> T:
+    """Run a servicer's work; turn service and engine errors into gRPC statuses."""
+    try:
+        return call()
+    except ServiceError as error:
+        context.abort_with_status(to_status(error))
+    except (InvalidInputError, IllegalActionError) as error:
+        context.abort_with_status(to_status(from_engine(error)))
+    except Exception:
+        log.exception("unexpected error")
+        context.abort_with_status(to_status(ServiceError("internal_error", "the service failed; the error was logged")))
+    raise AssertionError("abort_with_status returns only by raising")
+
+
+def abort(context: grpc.ServicerContext, error: ServiceError) -> Any:
+    """Abort the call with ``error``."""
+    context.abort_with_status(to_status(error))

@@ -1,0 +1,1 @@
+"""Generated from proto/ by service/grpc_api/stubs.py; do not edit."""
