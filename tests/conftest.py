@@ -165,3 +165,29 @@ def start_http(redis_url: str | None, workers: int = 2, **env: str) -> RunningSe
                             "ONO99_SERVICE_KEY": SERVICE_KEY, "ONO99_LOG_LEVEL": "warning", **env}, port)
     server.wait_ready()
     return server
+
+
+def start_grpc(redis_url: str | None, **env: str) -> RunningServer:
+    """``ono99 grpc`` on a free port, ready when its health service says SERVING."""
+    import grpc
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    port = free_port()
+    server = RunningServer(["grpc", "--grpc-port", str(port)],
+                           {"REDIS_URL": redis_url or "", "ONO99_STATE_SECRET": SECRET,
+                            "ONO99_SERVICE_KEY": SERVICE_KEY, "ONO99_LOG_LEVEL": "warning", **env}, port)
+    server.url = f"127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    with grpc.insecure_channel(server.url) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        while True:
+            if server.proc.poll() is not None:
+                raise RuntimeError(f"gRPC server exited: {server.log.read_text()[-2000:]}")
+            try:
+                if stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=1).status == 1:
+                    return server
+            except grpc.RpcError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"gRPC server not ready: {server.log.read_text()[-2000:]}")
+            time.sleep(0.1)

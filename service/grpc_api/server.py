@@ -220,17 +220,20 @@ class GrpcServer:
         self._stop = threading.Event()
         self._watcher = threading.Thread(target=self._watch_redis, name="ono99-health", daemon=True)
 
-    def _watch_redis(self) -> None:
+    def _report(self) -> None:
         """Session calls are NOT_SERVING while Redis does not answer; stateless ones stay up."""
-        serving, not_serving = health_pb2.HealthCheckResponse.SERVING, health_pb2.HealthCheckResponse.NOT_SERVING
-        self.health.set("", serving)
-        self.health.set(GAME_SERVICE, serving)
-        while not self._stop.is_set():
-            up = self.store is not None and self.store.ping()
-            self.health.set(SESSION_SERVICE, serving if up else not_serving)
-            self._stop.wait(1.0)
+        up = self.store is not None and self.store.ping()
+        self.health.set(SESSION_SERVICE, health_pb2.HealthCheckResponse.SERVING if up
+                        else health_pb2.HealthCheckResponse.NOT_SERVING)
+
+    def _watch_redis(self) -> None:
+        while not self._stop.wait(1.0):
+            self._report()
 
     def start(self) -> GrpcServer:
+        for service in ("", GAME_SERVICE):
+            self.health.set(service, health_pb2.HealthCheckResponse.SERVING)
+        self._report()
         self.server.start()
         self._watcher.start()
         log.info("gRPC API started", extra={"port": self.port, "sessions": self.store is not None})

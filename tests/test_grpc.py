@@ -1,0 +1,246 @@
+"""The gRPC API against real servers: parity with HTTP, streams across processes, status
+codes and details, health, reflection, and stubs that match the .proto files."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from pathlib import Path
+
+import grpc
+import pytest
+import requests
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+from grpc_status import rpc_status
+
+from engine import decode_state, encode_state, legal_actions
+from service.grpc_api import convert
+from service.grpc_api.gen import ono99_pb2 as pb
+from service.grpc_api.gen import ono99_pb2_grpc as pb_grpc
+from tests.conftest import SERVICE_KEY, start_grpc, start_http
+
+
+@pytest.fixture(scope="module")
+def servers(throwaway_redis):
+    """An HTTP server and a gRPC server, separate processes over one Redis."""
+    http, rpc = start_http(throwaway_redis), start_grpc(throwaway_redis)
+    channel = grpc.insecure_channel(rpc.url)
+    yield http, rpc, channel
+    channel.close()
+    assert rpc.stop() == 0 and http.stop() == 0  # both shut down cleanly on SIGTERM
+
+
+def bearer(token):
+    return [("authorization", f"Bearer {token}")]
+
+
+def as_messages(events):
+    return [convert.event_message(e) for e in events]
+
+
+PARITY = [({"edition": "2022"}, ["ann", "bob", "cy", "dee"], 1), ({"edition": "1980"}, ["ann", "bob", "cy"], 2),
+          ({"edition": "1980", "scoring": "tokens", "tokens": 1}, ["ann", "bob", "cy"], 3),
+          ({"edition": "2022", "scoring": "points", "target": 60}, ["ann", "bob"], 4)]
+
+
+@pytest.mark.rules("R-P2-1", "R-ELIM-1", "R-ROUND", "R-SCORE-TOK")
+def test_the_same_games_over_http_and_grpc_give_the_same_states_and_events(servers):
+    http, _, channel = servers
+    games = pb_grpc.GameServiceStub(channel)
+    seen: set[str] = set()
+    for rules, players, seed in PARITY:
+        h = requests.post(f"{http.url}/v1/games", json={"rules": rules, "players": players, "seed": seed}).json()
+        g = games.NewGame(pb.NewGameRequest(rules=convert.rules_message(h["state"]["rules"]), players=players,
+                                            seed_int=seed))
+        rng = random.Random(seed)
+        for _ in range(400):
+            assert convert.state_doc(g.state.state) == convert.state_doc(convert.state_message(h["state"]))
+            state = decode_state(h["state"])
+            if state.status == "over":
+                break
+            actions = legal_actions(state)
+            listed = games.LegalActions(pb.LegalActionsRequest(state=g.state)).actions
+            assert list(listed) == [convert.action_message(a) for a in actions]
+            action = rng.choice(actions)
+            h = requests.post(f"{http.url}/v1/games/apply", json={
+                "state": h["state"], "state_signature": h["state_signature"],
+                "action": {"player": action.player, "type": action.type,
+                           **({"card": action.card} if action.card else {})}}).json()
+            g = games.Apply(pb.ApplyRequest(state=g.state, action=convert.action_message(action)))
+            assert list(g.events) == as_messages(h["events"])
+            seen.update(e["type"] for e in h["events"])
+        assert decode_state(h["state"]).status == "over"
+        assert encode_state(decode_state(convert.state_doc(g.state.state))) == h["state"]
+    assert {"play2_pending", "eliminated", "round_started", "round_over", "game_over"} <= seen
+
+
+def test_a_stream_gets_every_event_in_order_redacted_and_a_reconnect_replays_the_gap(servers):
+    http, _, channel = servers
+    sessions = pb_grpc.SessionServiceStub(channel)
+    created = requests.post(f"{http.url}/v1/sessions", json={"rules": {"edition": "2022"},
+                                                             "players": ["ann", "bob"], "seed": 12}).json()
+    sid, seats = created["session_id"], created["seats"]
+    received: dict[str, list] = {"ann": [], "bob": []}
+    streams = {p: sessions.WatchEvents(pb.WatchEventsRequest(session_id=sid, after_version=1),
+                                       metadata=bearer(seats[p])) for p in seats}
+
+    def read(player):
+        try:
+            for event in streams[player]:
+                received[player].append(event)
+        except grpc.RpcError as exc:
+            assert exc.code() == grpc.StatusCode.CANCELLED
+
+    readers = [threading.Thread(target=read, args=(p,)) for p in seats]
+    for t in readers:
+        t.start()
+    time.sleep(0.5)  # both subscribed
+    rng = random.Random(5)
+    for _ in range(6):  # actions over HTTP, through another process
+        state = decode_state(requests.get(f"{http.url}/v1/sessions/{sid}",
+                                          headers={"Authorization": f"Bearer {SERVICE_KEY}"}).json()["state"])
+        a = rng.choice(legal_actions(state))
+        done = requests.post(f"{http.url}/v1/sessions/{sid}/actions",
+                             headers={"Authorization": f"Bearer {seats[a.player]}"},
+                             json={"action": {"player": a.player, "type": a.type, "card": a.card}})
+        assert done.status_code == 200
+    full = requests.get(f"{http.url}/v1/sessions/{sid}/events?after=1",
+                        headers={"Authorization": f"Bearer {SERVICE_KEY}"}).json()["events"]
+    deadline = time.monotonic() + 10
+    while any(len(received[p]) < len(full) for p in seats) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for p in seats:
+        streams[p].cancel()
+    for t in readers:
+        t.join(5)
+    for player in seats:
+        got = received[player]
+        assert [e.version for e in got] == [e["version"] for e in full]
+        assert [e.type for e in got] == [e["type"] for e in full]
+        for mine, event in zip(got, full, strict=True):
+            if event["type"] == "drew":
+                visible = event["player"] == player
+                assert (mine.card != pb.CARD_UNSPECIFIED) == visible
+    # A reconnect with an old version gets the gap first.
+    again = sessions.WatchEvents(pb.WatchEventsRequest(session_id=sid, after_version=3), metadata=bearer(seats["ann"]))
+    gap = []
+    for event in again:
+        gap.append(event)
+        if len(gap) == len([e for e in full if e["version"] > 3]):
+            again.cancel()
+            break
+    assert [e.version for e in gap] == [e["version"] for e in full if e["version"] > 3]
+
+
+def details(exc):
+    status = rpc_status.from_call(exc)
+    info = pb_error_info(status.details[0])
+    return exc.code(), info.reason, dict(info.metadata)
+
+
+def pb_error_info(detail):
+    from google.rpc import error_details_pb2
+
+    info = error_details_pb2.ErrorInfo()
+    detail.Unpack(info)
+    return info
+
+
+def test_errors_carry_matching_status_codes_and_the_http_code_in_details(servers):
+    _, _, channel = servers
+    games, sessions = pb_grpc.GameServiceStub(channel), pb_grpc.SessionServiceStub(channel)
+    with pytest.raises(grpc.RpcError) as exc:
+        games.NewGame(pb.NewGameRequest(rules=pb.Rules(edition="1999"), players=["a", "b"]))
+    assert details(exc.value)[:2] == (grpc.StatusCode.INVALID_ARGUMENT, "invalid_request")
+    game = games.NewGame(pb.NewGameRequest(rules=pb.Rules(edition="2022"), players=["a", "b"], seed_int=1))
+    with pytest.raises(grpc.RpcError) as exc:
+        games.Apply(pb.ApplyRequest(state=game.state, action=pb.Action(player="b", type=pb.ACTION_TYPE_PLAY,
+                                                                        card=pb.CARD_7)))
+    code, reason, meta = details(exc.value)
+    assert (code, reason, meta["rule"], meta["reason"]) == (grpc.StatusCode.FAILED_PRECONDITION, "illegal_action",
+                                                            "R-TURN-1", "not_your_turn")
+    tampered = pb.SignedState()
+    tampered.CopyFrom(game.state)
+    tampered.signature = "forged"
+    with pytest.raises(grpc.RpcError) as exc:
+        games.LegalActions(pb.LegalActionsRequest(state=tampered))
+    assert details(exc.value)[2]["reason"] == "signature_invalid"
+    created = sessions.CreateSession(pb.CreateSessionRequest(game=pb.NewGameRequest(
+        rules=pb.Rules(edition="2022"), players=["a", "b"], seed_int=2)))
+    sid = created.session_id
+    with pytest.raises(grpc.RpcError) as exc:
+        sessions.GetSession(pb.GetSessionRequest(session_id=sid))
+    assert details(exc.value)[:2] == (grpc.StatusCode.UNAUTHENTICATED, "unauthorized")
+    with pytest.raises(grpc.RpcError) as exc:
+        sessions.GetSession(pb.GetSessionRequest(session_id="nope"), metadata=bearer("x"))
+    assert details(exc.value)[:2] == (grpc.StatusCode.NOT_FOUND, "not_found")
+    state = decode_state(convert.state_doc(sessions.GetSession(pb.GetSessionRequest(session_id=sid),
+                                                               metadata=bearer(SERVICE_KEY)).state))
+    action = convert.action_message(legal_actions(state)[0])
+    with pytest.raises(grpc.RpcError) as exc:
+        sessions.Act(pb.ActRequest(session_id=sid, action=action), metadata=bearer(created.seats["b"]))
+    assert details(exc.value)[:2] == (grpc.StatusCode.PERMISSION_DENIED, "forbidden")
+    first = sessions.Act(pb.ActRequest(session_id=sid, action=action, expected_version=1, idempotency_key="k"),
+                         metadata=bearer(created.seats["a"]))
+    assert first.version == 2
+    again = sessions.Act(pb.ActRequest(session_id=sid, action=action, expected_version=1, idempotency_key="k"),
+                         metadata=bearer(created.seats["a"]))
+    assert again.replayed and again.version == 2
+    with pytest.raises(grpc.RpcError) as exc:
+        sessions.Act(pb.ActRequest(session_id=sid, action=action, expected_version=1),
+                     metadata=bearer(created.seats["a"]))
+    code, reason, meta = details(exc.value)
+    assert (code, reason, meta["current_version"]) == (grpc.StatusCode.ABORTED, "version_conflict", "2")
+
+
+def test_reflection_lists_the_services(servers):
+    _, _, channel = servers
+    stub = reflection_pb2_grpc.ServerReflectionStub(channel)
+    answers = stub.ServerReflectionInfo(iter([reflection_pb2.ServerReflectionRequest(list_services="")]))
+    names = {s.name for a in answers for s in a.list_services_response.service}
+    assert {"ono99.v1.GameService", "ono99.v1.SessionService", "grpc.health.v1.Health"} <= names
+
+
+def test_health_flips_with_redis(tmp_path):
+    from service.config import Settings
+    from service.embedded_redis import start_embedded
+    from service.grpc_api.server import GrpcServer
+    from tests.conftest import free_port
+
+    port = free_port()
+    redis_server = start_embedded(tmp_path, port=port)
+    server = GrpcServer(Settings(redis_url=redis_server.connection_url, redis_timeout=0.3), port=0).start()
+    channel = grpc.insecure_channel(f"127.0.0.1:{server.port}")
+    health = health_pb2_grpc.HealthStub(channel)
+
+    def status(service):
+        return health.Check(health_pb2.HealthCheckRequest(service=service), timeout=2).status
+
+    def eventually(service, wanted):
+        deadline = time.monotonic() + 10
+        while status(service) != wanted:
+            assert time.monotonic() < deadline, f"{service} never became {wanted}"
+            time.sleep(0.1)
+
+    serving, not_serving = health_pb2.HealthCheckResponse.SERVING, health_pb2.HealthCheckResponse.NOT_SERVING
+    try:
+        eventually("ono99.v1.SessionService", serving)
+        redis_server.stop()
+        eventually("ono99.v1.SessionService", not_serving)
+        assert status("ono99.v1.GameService") == serving and status("") == serving
+        redis_server = start_embedded(tmp_path, port=port)
+        eventually("ono99.v1.SessionService", serving)
+    finally:
+        channel.close()
+        server.stop(1)
+        redis_server.stop()
+
+
+def test_committed_stubs_match_the_proto_files(tmp_path):
+    from service.grpc_api.stubs import GEN, generate
+
+    fresh = {p.name: p.read_text() for p in generate(tmp_path)}
+    committed = {p.name: p.read_text() for p in Path(GEN).glob("*.py*") if p.name != "__init__.py"}
+    assert fresh == committed, "stubs are stale: run python -m service.grpc_api.stubs"
