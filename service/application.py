@@ -12,6 +12,7 @@ import logging
 import secrets
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import msgspec
@@ -38,14 +39,24 @@ def _engine(call: Any, *args: Any, **kwargs: Any) -> Any:
         raise from_engine(exc) from None
 
 
-@dataclass(frozen=True)
 class Outcome:
-    """A state handed back to a stateless caller: its canonical bytes and signature."""
+    """A state handed back to a stateless caller, with its events; its canonical bytes and
+    signature are made when a transport asks for them."""
 
-    state: GameState
-    state_json: bytes
-    signature: str | None
-    events: list[Event]
+    def __init__(self, state: GameState, events: list[Event], signer: StateSigner) -> None:
+        self.state = state
+        self.events = events
+        self._signer = signer
+
+    @cached_property
+    def state_json(self) -> bytes:
+        """The state's canonical JSON encoding."""
+        return engine.dumps_state(self.state)
+
+    @cached_property
+    def signature(self) -> str | None:
+        """The state's signature, None when the service runs unsigned."""
+        return self._signer.sign(self.state_json) if self._signer.enabled else None
 
 
 @dataclass(frozen=True)
@@ -73,8 +84,7 @@ class Application:
     # --- stateless games -------------------------------------------------------------
 
     def _outcome(self, state: GameState, events: list[Event]) -> Outcome:
-        canonical = engine.dumps_state(state)
-        return Outcome(state, canonical, self.signer.sign(canonical), events)
+        return Outcome(state, events, self.signer)
 
     def new_game(self, rules: Any, players: Any, seed: Any = None, deck: Any = None) -> Outcome:
         """Deal a game (R-SET-1, R-RNG-2)."""

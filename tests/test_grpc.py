@@ -56,8 +56,8 @@ def test_the_same_games_over_http_and_grpc_give_the_same_states_and_events(serve
                                             seed_int=seed))
         rng = random.Random(seed)
         for _ in range(400):
-            assert convert.state_doc(g.state.state) == convert.state_doc(convert.state_message(h["state"]))
             state = decode_state(h["state"])
+            assert decode_state(convert.state_doc(g.state.state)) == state
             if state.status == "over":
                 break
             actions = legal_actions(state)

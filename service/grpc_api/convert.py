@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine import CARD_CODES, InvalidInputError
+from engine import CARD_CODES, GameState, InvalidInputError, rules_to_dict
 
 from .gen import ono99_pb2 as pb
 
@@ -23,6 +23,9 @@ _GAME_OF = {pb.GAME_STATUS_PLAYING: "playing", pb.GAME_STATUS_OVER: "over"}
 _GAME_ENUM = {v: k for k, v in _GAME_OF.items()}
 
 
+_CODE_AT: tuple[str | None, ...] = (None, *CARD_CODES)  # index: enum value
+
+
 def card(value: int, path: str) -> str:
     """The card code of an enum value; InvalidInputError for CARD_UNSPECIFIED or unknown."""
     code = _CARD_OF.get(value)
@@ -33,12 +36,18 @@ def card(value: int, path: str) -> str:
 
 def cards(values: Any, path: str) -> list[str]:
     """Card codes of a repeated Card field."""
-    return [card(v, f"{path}[{k}]") for k, v in enumerate(values)]
+    try:
+        codes = list(map(_CODE_AT.__getitem__, values))
+    except IndexError:
+        codes = [None]
+    if None in codes:  # locate the bad value for the message
+        return [card(v, f"{path}[{k}]") for k, v in enumerate(values)]
+    return codes  # type: ignore[return-value]
 
 
 def card_enums(codes: Any) -> list[Any]:
     """Enum values of card codes."""
-    return [_ENUM_OF[c] for c in codes]
+    return list(map(_ENUM_OF.__getitem__, codes))
 
 
 def _enum(table: dict[Any, str], value: int, path: str) -> str:
@@ -54,8 +63,25 @@ _OPTIONAL = ("hand_size", "limit", "play2_as_first_card", "reverse_deflects_in_t
              "ono99_swap_ends_turn", "ono99_on_zero", "draw", "scoring", "tokens", "target", "end")
 
 
+_RULES_DOCS: dict[bytes, dict[str, Any]] = {}
+_RULES_MESSAGES: dict[int, tuple[dict[str, Any], pb.Rules]] = {}
+
+
 def rules_doc(msg: pb.Rules) -> dict[str, Any]:
-    """Rules overrides from a Rules message (unset fields keep the preset's values)."""
+    """Rules overrides from a Rules message (unset fields keep the preset's values).
+
+    Memoized by the message's bytes: a game sends the same rules with every call.
+    """
+    key = msg.SerializeToString(deterministic=True)
+    doc = _RULES_DOCS.get(key)
+    if doc is None:
+        if len(_RULES_DOCS) > 1000:
+            _RULES_DOCS.clear()
+        doc = _RULES_DOCS[key] = _rules_doc(msg)
+    return doc
+
+
+def _rules_doc(msg: pb.Rules) -> dict[str, Any]:
     doc: dict[str, Any] = {"edition": msg.edition}
     if msg.deck:
         doc["deck"] = {}
@@ -74,7 +100,19 @@ def rules_doc(msg: pb.Rules) -> dict[str, Any]:
 
 
 def rules_message(doc: dict[str, Any]) -> pb.Rules:
-    """A fully set Rules message from resolved rules."""
+    """A fully set Rules message from resolved rules (memoized: resolved rules documents
+    are shared objects, see engine.rules_to_dict)."""
+    hit = _RULES_MESSAGES.get(id(doc))
+    if hit is not None and hit[0] is doc:
+        return hit[1]
+    if len(_RULES_MESSAGES) > 1000:
+        _RULES_MESSAGES.clear()
+    msg = _rules_message(doc)
+    _RULES_MESSAGES[id(doc)] = (doc, msg)
+    return msg
+
+
+def _rules_message(doc: dict[str, Any]) -> pb.Rules:
     deck = [pb.DeckEntry(card=_ENUM_OF[c], count=n) for c, n in doc["deck"].items()]
     msg = pb.Rules(edition=doc["edition"], deck=deck,
                    play2_deflectors=card_enums(doc["play2_deflectors"]),
@@ -121,24 +159,26 @@ def event_message(event: dict[str, Any]) -> pb.Event:
 
 # --- states and views ------------------------------------------------------------------------
 
-def state_message(doc: dict[str, Any]) -> pb.GameState:
-    """A GameState message from a state document."""
+def state_message(state: GameState) -> pb.GameState:
+    """A GameState message from an engine state."""
+    players = state.players
     msg = pb.GameState(
-        rules=rules_message(doc["rules"]),
-        players=[pb.Player(id=p["id"], hand=card_enums(p["hand"]), status=_STATUS_ENUM[p["status"]],
-                           tokens=p["tokens"], score=p["score"], busted=p["busted"]) for p in doc["players"]],
-        draw_pile=card_enums(doc["draw_pile"]), discard_pile=card_enums(doc["discard_pile"]),
-        total=doc["total"], direction=doc["direction"], round=doc["round"], status=_GAME_ENUM[doc["status"]],
-        winners=doc["winners"], shuffles=doc["shuffles"], round_starter=doc["round_starter"],
-        owed_draws=doc["owed_draws"], turn=pb.Turn(**doc["turn"]))
-    if doc["current"] is not None:
-        msg.current = doc["current"]
-    if doc["play2"] is not None:
-        msg.play2.CopyFrom(pb.Play2(**doc["play2"]))
-    if isinstance(doc["seed"], int):
-        msg.seed_int = doc["seed"]
+        rules=rules_message(rules_to_dict(state.rules)),
+        players=[pb.Player(id=p.id, hand=card_enums(p.hand), status=_STATUS_ENUM[p.status], tokens=p.tokens,
+                           score=p.score, busted=p.busted) for p in players],
+        draw_pile=card_enums(state.draw_pile), discard_pile=card_enums(state.discard_pile),
+        total=state.total, direction=state.direction, round=state.round, status=_GAME_ENUM[state.status],
+        winners=[players[i].id for i in state.winners], shuffles=state.shuffles,
+        round_starter=players[state.round_starter].id, owed_draws=[players[i].id for i in state.owed_draws],
+        turn=pb.Turn(swapped=state.swapped, ono99_played=state.ono99_played))
+    if state.current is not None:
+        msg.current = players[state.current].id
+    if state.play2 is not None:
+        msg.play2.CopyFrom(pb.Play2(player=players[state.play2.player].id, cards_left=state.play2.cards_left))
+    if isinstance(state.seed, int):
+        msg.seed_int = state.seed
     else:
-        msg.seed_text = doc["seed"]
+        msg.seed_text = state.seed
     return msg
 
 

@@ -88,7 +88,7 @@ def _signed_state(app: Application, signed: pb.SignedState) -> engine.GameState:
 
 
 def _signed(outcome: Any) -> pb.SignedState:
-    return pb.SignedState(state=convert.state_message(engine.encode_state(outcome.state)),
+    return pb.SignedState(state=convert.state_message(outcome.state),
                           signature=outcome.signature or "")
 
 
@@ -158,7 +158,7 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
             response = pb.GetSessionResponse(session_id=request.session_id, version=version,
                                              view=_view(engine.view_doc(state, viewer)))
             if viewer is None:
-                response.state.CopyFrom(convert.state_message(engine.encode_state(state)))
+                response.state.CopyFrom(convert.state_message(state))
             return response
         return answer(context, work)
 

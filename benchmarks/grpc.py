@@ -1,0 +1,129 @@
+"""gRPC speed: the Apply call against a bare grpcio echo of a message of the same size.
+
+    python benchmarks/grpc.py [--seconds 5] [--clients 8]
+
+Both servers run in their own process with the same settings (thread pool, message
+limits, keepalive), on loopback, one after the other in the same run; the same client
+(threads sharing one channel each, blocking calls) loads them. The echo gets the
+serialized ApplyRequest as raw bytes and sends it back. The last line is one JSON object.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# Run as a script, this file's folder comes first on sys.path, where this file would
+# hide the grpc package.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import random  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+
+import grpc  # noqa: E402
+
+from engine import apply, legal_actions, new_game  # noqa: E402
+from service.grpc_api import convert  # noqa: E402
+from service.grpc_api.gen import ono99_pb2 as pb  # noqa: E402
+from service.grpc_api.gen import ono99_pb2_grpc as pb_grpc  # noqa: E402
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start(args: list[str], port: int) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen([sys.executable, *args], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT),
+                                                                   "ONO99_LOG_LEVEL": "warning"})
+    grpc.channel_ready_future(grpc.insecure_channel(f"127.0.0.1:{port}")).result(timeout=30)
+    return proc
+
+
+def load(port: int, seconds: float, clients: int, make_call: Callable[[grpc.Channel], Callable[[], object]]
+         ) -> dict[str, float]:
+    latencies: list[list[float]] = [[] for _ in range(clients)]
+    stop = time.monotonic() + seconds
+    barrier = threading.Barrier(clients + 1)
+
+    def run(k: int) -> None:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            call = make_call(channel)
+            call()  # warm the connection
+            barrier.wait()
+            while time.monotonic() < stop:
+                t = time.perf_counter()
+                call()
+                latencies[k].append(time.perf_counter() - t)
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(clients)]
+    for th in threads:
+        th.start()
+    barrier.wait()
+    began = time.monotonic()
+    for th in threads:
+        th.join()
+    elapsed = time.monotonic() - began
+    flat = sorted(x for xs in latencies for x in xs)
+    return {"calls_per_s": round(len(flat) / elapsed, 1), "p50_ms": round(statistics.median(flat) * 1000, 2),
+            "p99_ms": round(flat[int(len(flat) * 0.99) - 1] * 1000, 2), "calls": len(flat)}
+
+
+def apply_request() -> pb.ApplyRequest:
+    """A 4-player 2022 state a third of the way in, with a legal action."""
+    rng = random.Random(3)
+    state, _ = new_game({"edition": "2022"}, ["ann", "bob", "cy", "dee"], seed=11)
+    for _ in range(15):
+        state, _ = apply(state, rng.choice(legal_actions(state)))
+    return pb.ApplyRequest(state=pb.SignedState(state=convert.state_message(state)),
+                           action=convert.action_message(legal_actions(state)[0]))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--clients", type=int, default=8)
+    args = parser.parse_args()
+    request = apply_request()
+    raw = request.SerializeToString()
+    results = {}
+
+    port = free_port()
+    echo = start([str(ROOT / "benchmarks" / "bare_grpc.py"), str(port)], port)
+    try:
+        results["echo"] = load(port, args.seconds, args.clients,
+                               lambda ch: lambda: ch.unary_unary("/bench.Echo/Echo")(raw, timeout=10))
+    finally:
+        echo.terminate()
+        echo.wait()
+    port = free_port()
+    service = start(["-m", "service.cli", "grpc", "--no-sessions", "--grpc-port", str(port)], port)
+    try:
+        results["apply"] = load(port, args.seconds, args.clients,
+                                lambda ch: lambda: pb_grpc.GameServiceStub(ch).Apply(request, timeout=10))
+    finally:
+        service.terminate()
+        service.wait()
+    for name, r in results.items():
+        print(f"{name:>6}: {r['calls_per_s']:>8,.0f} calls/s  p50 {r['p50_ms']} ms  p99 {r['p99_ms']} ms")
+    figures = {f"{name}_{k}": v for name, r in results.items() for k, v in r.items()}
+    figures["message_bytes"] = len(raw)
+    figures["ratio_apply"] = round(results["apply"]["calls_per_s"] / results["echo"]["calls_per_s"], 3)
+    print(f"ratio apply/echo {figures['ratio_apply']}")
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()
