@@ -47,7 +47,8 @@ def free_port() -> int:
 
 def start(args: list[str], port: int) -> subprocess.Popen[bytes]:
     proc = subprocess.Popen([sys.executable, *args], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT),
-                                                                   "ONO99_LOG_LEVEL": "warning"})
+                                                                   "ONO99_LOG_LEVEL": "warning",
+                                                                   "ONO99_METRICS_PORT": "0"})
     grpc.channel_ready_future(grpc.insecure_channel(f"127.0.0.1:{port}")).result(timeout=30)
     return proc
 

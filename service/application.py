@@ -20,6 +20,7 @@ import msgspec
 import engine
 from engine import Event, GameState, IllegalActionError, InvalidInputError
 
+from . import metrics
 from .errors import ServiceError, from_engine
 from .signing import StateSigner
 from .store import Conflict, SessionStore
@@ -103,7 +104,7 @@ class Application:
 
     def apply(self, state: GameState, action: Any) -> Outcome:
         """The next state and events."""
-        next_state, events = _engine(engine.apply, state, action)
+        next_state, events = _apply_counted("stateless", state, action)
         return self._outcome(next_state, events)
 
     def view(self, state: GameState, player: str | None) -> engine.ViewDoc:
@@ -179,7 +180,7 @@ class Application:
                 raise ServiceError("version_conflict", f"the session is at version {stored.version}",
                                    current_version=stored.version)
             state = engine.loads_state(stored.state)
-            next_state, events = _engine(engine.apply, state, parsed)
+            next_state, events = _apply_counted("session", state, parsed)
             version = stored.version + 1
             answer = SessionAnswer(session_id, version, parsed.player,
                                    engine.redact_events(events, parsed.player),
@@ -254,6 +255,22 @@ class Application:
         self.authenticate(stored.seats, token)
         self._sessions().delete(session_id)
         log.info("session deleted", extra={"session_id": session_id})
+
+
+def _apply_counted(mode: str, state: GameState, action: Any) -> tuple[GameState, list[Event]]:
+    """engine.apply, counted in the metrics (applied, rejected by reason, games finished)."""
+    try:
+        next_state, events = engine.apply(state, action)
+    except IllegalActionError as exc:
+        metrics.ACTIONS.labels(mode, "rejected", exc.reason).inc()
+        raise from_engine(exc) from None
+    except InvalidInputError as exc:
+        metrics.ACTIONS.labels(mode, "rejected", "invalid").inc()
+        raise from_engine(exc) from None
+    metrics.ACTIONS.labels(mode, "applied", "").inc()
+    if next_state.status == "over":
+        metrics.GAMES_FINISHED.labels(next_state.rules.edition).inc()
+    return next_state, events
 
 
 def _hash(secret: str | bytes) -> str:

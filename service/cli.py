@@ -13,6 +13,7 @@ import logging
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 
 def _settings(args: argparse.Namespace) -> Settings:
-    return Settings.from_env(host=args.host, http_port=args.http_port, grpc_port=args.grpc_port,
+    return Settings.from_env(metrics_port=getattr(args, "metrics_port", None), host=args.host,
+                             http_port=args.http_port, grpc_port=args.grpc_port,
                              workers=args.workers,
                              redis_url=args.redis_url, log_level=args.log_level,
                              sessions=False if args.no_sessions else None)
@@ -43,6 +45,10 @@ def run_gunicorn(settings: Settings) -> None:
     """Serve the HTTP API with gunicorn in this process (the master) until SIGTERM/SIGINT."""
     from gunicorn.app.base import BaseApplication
 
+    if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        # One directory shared by the workers, so /metrics adds up across them.
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="ono99-metrics-")
+    from . import metrics
     from .http_api import create_app
     from .signing import warn_unsigned_states
 
@@ -53,6 +59,7 @@ def run_gunicorn(settings: Settings) -> None:
                 "worker_class": "sync", "graceful_timeout": 20, "timeout": 30, "keepalive": 5,
                 "accesslog": None, "errorlog": "-", "loglevel": settings.log_level,
                 "limit_request_line": 8190, "proc_name": "ono99-http",
+                "child_exit": lambda server, worker: metrics.worker_exited(worker.pid),
             }
             for key, value in options.items():
                 self.cfg.set(key, value)
@@ -133,6 +140,8 @@ def main(argv: list[str] | None = None) -> int:
     p_http.set_defaults(func=http)
     p_grpc = sub.add_parser("grpc", help="run the gRPC API alone")
     _common(p_grpc)
+    p_grpc.add_argument("--metrics-port", type=int,
+                        help="Prometheus metrics of the gRPC process (ONO99_METRICS_PORT, default 9464; 0: off)")
     p_grpc.set_defaults(func=grpc)
     args = parser.parse_args(argv)
     settings = _settings(args)

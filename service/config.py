@@ -25,6 +25,7 @@ class Settings:
     grpc_port: int = 50051
     workers: int = 2
     grpc_threads: int = 32
+    metrics_port: int = 9464
     redis_url: str | None = None
     redis_timeout: float = 0.5
     sessions: bool = True
@@ -36,7 +37,7 @@ class Settings:
 
     ENV: ClassVar[dict[str, str]] = {
         "host": "ONO99_HOST", "http_port": "ONO99_HTTP_PORT", "grpc_port": "ONO99_GRPC_PORT",
-        "workers": "ONO99_WORKERS", "grpc_threads": "ONO99_GRPC_THREADS",
+        "workers": "ONO99_WORKERS", "grpc_threads": "ONO99_GRPC_THREADS", "metrics_port": "ONO99_METRICS_PORT",
         "redis_url": "REDIS_URL", "redis_timeout": "ONO99_REDIS_TIMEOUT",
         "sessions": "ONO99_SESSIONS", "session_ttl": "ONO99_SESSION_TTL",
         "state_secret": "ONO99_STATE_SECRET", "service_key": "ONO99_SERVICE_KEY",

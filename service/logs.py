@@ -2,12 +2,35 @@
 
 from __future__ import annotations
 
+import contextvars
 import json
 import logging
+import re
 import sys
 import time
+import uuid
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
 
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime"}
+
+
+# What the current request is about (request_id, session_id, version), added to every
+# log line written while it is handled. Never a seat token or a hidden card.
+CONTEXT: contextvars.ContextVar[Mapping[str, Any]] = contextvars.ContextVar(
+    "ono99_log_context", default=MappingProxyType({}))
+_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+
+
+def request_id(offered: str | None) -> str:
+    """The caller's request id when it is a sane token, else a new one."""
+    return offered if offered and _REQUEST_ID.fullmatch(offered) else uuid.uuid4().hex
+
+
+def bind(**fields: Any) -> None:
+    """Add fields to the current request's log context."""
+    CONTEXT.set({**CONTEXT.get(), **{k: v for k, v in fields.items() if v is not None}})
 
 
 class JsonFormatter(logging.Formatter):
@@ -16,6 +39,7 @@ class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         entry = {"time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
                  "level": record.levelname.lower(), "logger": record.name, "message": record.getMessage()}
+        entry.update(CONTEXT.get())
         entry.update({k: v for k, v in vars(record).items() if k not in _STANDARD})
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)

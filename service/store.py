@@ -14,6 +14,7 @@ two round trips: one pipelined read, one compare-and-set script.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +22,10 @@ import redis
 from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
+from . import metrics
 from .errors import ServiceError
+
+log = logging.getLogger("ono99.store")
 
 # KEYS: game, events, idem. ARGV: expected version, state, events JSON, ttl ms,
 # idempotency key ('' for none), recorded answer, live channel.
@@ -89,7 +93,9 @@ def connect(url: str, timeout: float) -> redis.Redis:
         health_check_interval=30)
 
 
-def _unavailable(exc: Exception) -> ServiceError:
+def _unavailable(exc: Exception, operation: str = "call") -> ServiceError:
+    metrics.REDIS_ERRORS.labels(operation).inc()
+    log.warning("session store unreachable", extra={"operation": operation, "error": type(exc).__name__})
     return ServiceError("unavailable", f"the session store cannot be reached ({type(exc).__name__})")
 
 
@@ -113,7 +119,7 @@ class SessionStore:
         try:
             return bool(self._create(keys=keys(session_id)[:2], args=[state, seats, events, ttl]))
         except (redis.ConnectionError, redis.TimeoutError) as exc:
-            raise _unavailable(exc) from exc
+            raise _unavailable(exc, "create") from exc
 
     def read(self, session_id: str, idempotency_key: str | None = None) -> Stored | None:
         """The session (None if unknown or expired), sliding its time to live."""
@@ -125,7 +131,7 @@ class SessionStore:
                 pipe.hget(idem, idempotency_key)
             replies = pipe.execute()
         except (redis.ConnectionError, redis.TimeoutError) as exc:
-            raise _unavailable(exc) from exc
+            raise _unavailable(exc, "read") from exc
         version, state, seats, ttl = replies[0]
         if version is None:
             return None
@@ -150,7 +156,7 @@ class SessionStore:
                 args=[expected, state, events, ttl * 1000, idempotency_key or "", answer,
                       live_channel(session_id)])
         except (redis.ConnectionError, redis.TimeoutError) as exc:
-            raise _unavailable(exc) from exc
+            raise _unavailable(exc, "commit") from exc
         if status == -1:
             raise ServiceError("not_found", "the session ended while the action was applied")
         if status == 0:

@@ -173,7 +173,7 @@ def start_grpc(redis_url: str | None, **env: str) -> RunningServer:
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
     port = free_port()
-    server = RunningServer(["grpc", "--grpc-port", str(port)],
+    server = RunningServer(["grpc", "--grpc-port", str(port), "--metrics-port", str(free_port())],
                            {"REDIS_URL": redis_url or "", "ONO99_STATE_SECRET": SECRET,
                             "ONO99_SERVICE_KEY": SERVICE_KEY, "ONO99_LOG_LEVEL": "warning", **env}, port)
     server.url = f"127.0.0.1:{port}"

@@ -7,6 +7,7 @@ import contextvars
 import logging
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent import futures
 from typing import Any
@@ -15,9 +16,11 @@ import grpc
 import msgspec
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
+from prometheus_client import start_http_server
 
 import engine
 
+from .. import logs, metrics
 from ..application import Application
 from ..config import Settings
 from ..errors import ServiceError
@@ -29,6 +32,7 @@ from .gen import ono99_pb2 as pb
 from .gen import ono99_pb2_grpc as pb_grpc
 
 log = logging.getLogger("ono99.grpc")
+access = logging.getLogger("ono99.access")
 
 SESSION_SERVICE = pb.DESCRIPTOR.services_by_name["SessionService"].full_name
 GAME_SERVICE = pb.DESCRIPTOR.services_by_name["GameService"].full_name
@@ -71,6 +75,59 @@ class SeatTokenInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
                                                        handler.response_serializer)
         return grpc.unary_stream_rpc_method_handler(guard(handler.unary_stream), handler.request_deserializer,
                                                     handler.response_serializer)
+
+
+class ObservingInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
+    """Every call: a request id (``x-request-id`` metadata, else a new one) in the log
+    context, a log line, and the request counters and latency histogram."""
+
+    def intercept_service(self, continuation: Callable[[Any], Any], details: Any) -> Any:
+        handler = continuation(details)
+        if handler is None:
+            return None
+        method = details.method
+        offered = dict(details.invocation_metadata).get("x-request-id")
+
+        def observe(context: grpc.ServicerContext, started: float, failed: bool) -> None:
+            code = context.code() if hasattr(context, "code") else None
+            status = (code or (grpc.StatusCode.UNKNOWN if failed else grpc.StatusCode.OK)).name
+            seconds = time.perf_counter() - started
+            metrics.observe("grpc", method, status, seconds)
+            if not method.startswith("/grpc."):
+                access.info("call", extra={"method": method, "status": status, "duration_ms": round(seconds * 1000, 2)})
+
+        def unary(behavior: Callable[..., Any]) -> Callable[..., Any]:
+            def run(request: Any, context: grpc.ServicerContext) -> Any:
+                logs.CONTEXT.set({"request_id": logs.request_id(offered)})
+                logs.bind(session_id=getattr(request, "session_id", None) or None)
+                started, failed = time.perf_counter(), True
+                try:
+                    response = behavior(request, context)
+                    failed = False
+                    return response
+                finally:
+                    observe(context, started, failed)
+            return run
+
+        def stream(behavior: Callable[..., Any]) -> Callable[..., Any]:
+            def run(request: Any, context: grpc.ServicerContext) -> Any:
+                logs.CONTEXT.set({"request_id": logs.request_id(offered)})
+                logs.bind(session_id=getattr(request, "session_id", None) or None)
+                started, failed = time.perf_counter(), True
+                try:
+                    yield from behavior(request, context)
+                    failed = False
+                finally:
+                    observe(context, started, failed)
+            return run
+
+        if handler.unary_unary:
+            return grpc.unary_unary_rpc_method_handler(unary(handler.unary_unary), handler.request_deserializer,
+                                                       handler.response_serializer)
+        if handler.unary_stream:
+            return grpc.unary_stream_rpc_method_handler(stream(handler.unary_stream), handler.request_deserializer,
+                                                        handler.response_serializer)
+        return handler  # reflection's bidirectional stream: not counted
 
 
 def _bearer(header: str) -> str | None:
@@ -207,7 +264,7 @@ class GrpcServer:
         limit = settings.max_body_bytes
         self.server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=settings.grpc_threads, thread_name_prefix="ono99-grpc"),
-            interceptors=[SeatTokenInterceptor()],
+            interceptors=[ObservingInterceptor(), SeatTokenInterceptor()],
             options=[("grpc.max_receive_message_length", limit), ("grpc.max_send_message_length", 4 * limit),
                      *KEEPALIVE_OPTIONS])
         pb_grpc.add_GameServiceServicer_to_server(GameServicer(app), self.server)  # type: ignore[no-untyped-call]
@@ -248,7 +305,10 @@ class GrpcServer:
 
 
 def run(settings: Settings) -> None:
-    """Serve until SIGTERM or SIGINT, then shut down gracefully."""
+    """Serve until SIGTERM or SIGINT, then shut down gracefully; Prometheus metrics on
+    ``settings.metrics_port`` (0: none)."""
+    if settings.metrics_port:
+        start_http_server(settings.metrics_port, addr=settings.host)
     server = GrpcServer(settings).start()
     done = threading.Event()
 

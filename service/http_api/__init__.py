@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
-from flask import Flask, Response
+from flask import Flask, Response, g, request
 from flask_smorest import Api
 from werkzeug.exceptions import HTTPException
 
+from .. import logs, metrics
 from ..application import Application
 from ..config import Settings
 from ..errors import ServiceError
@@ -19,6 +21,7 @@ from .problems import PROBLEM_JSON, from_http_exception, from_unexpected, proble
 from .schemas import ProblemSchema, engine_components
 
 log = logging.getLogger("ono99.http")
+access = logging.getLogger("ono99.access")
 
 
 class ProblemApi(Api):  # type: ignore[misc]
@@ -81,6 +84,32 @@ def create_app(settings: Settings | None = None, *, warn_unsigned: bool = True) 
     @app.errorhandler(Exception)
     def _unexpected(error: Exception) -> Response:
         return from_unexpected(error)
+
+    @app.before_request
+    def _begin() -> None:
+        g.started = time.perf_counter()
+        g.request_id = logs.request_id(request.headers.get("X-Request-ID"))
+        logs.CONTEXT.set({"request_id": g.request_id})
+        logs.bind(session_id=(request.view_args or {}).get("session_id"))
+
+    @app.after_request
+    def _finish(response: Response) -> Response:
+        route = request.url_rule.rule if request.url_rule is not None else "unmatched"
+        seconds = time.perf_counter() - g.get("started", time.perf_counter())
+        metrics.observe("http", route, response.status_code, seconds)
+        response.headers["X-Request-ID"] = g.get("request_id", "")
+        etag = response.headers.get("ETag", "")
+        logs.bind(version=int(etag.strip('"v')) if etag.startswith('"v') else None)
+        if route not in ("/healthz", "/readyz", "/metrics"):
+            access.info("request", extra={"method": request.method, "route": route, "status": response.status_code,
+                                          "duration_ms": round(seconds * 1000, 2)})
+        return response
+
+    @app.get("/metrics")
+    def metrics_endpoint() -> Response:
+        """Prometheus metrics of every worker process."""
+        body, content_type = metrics.exposition()
+        return Response(body, content_type=content_type)
 
     @app.get("/healthz")
     def healthz() -> Any:

@@ -1,0 +1,51 @@
+"""Prometheus metrics, correct under several gunicorn workers (prometheus-client's
+multiprocess mode: PROMETHEUS_MULTIPROC_DIR, set by ``ono99 serve``/``ono99 http``).
+
+The application layer counts actions, finished games and Redis errors once for both
+transports; each transport counts its own requests.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    REGISTRY,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    generate_latest,
+    multiprocess,
+)
+
+REQUESTS = Counter("ono99_requests_total", "Requests answered", ["transport", "route", "status"])
+LATENCY = Histogram("ono99_request_duration_seconds", "Time to answer a request", ["transport", "route"],
+                    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5))
+ACTIONS = Counter("ono99_actions_total", "Actions applied or rejected",
+                  ["mode", "outcome", "reason"])  # mode: stateless|session; reason: engine reason or ""
+GAMES_FINISHED = Counter("ono99_games_finished_total", "Games that reached game over", ["edition"])
+REDIS_ERRORS = Counter("ono99_redis_errors_total", "Session store calls that failed", ["operation"])
+
+
+def exposition() -> tuple[bytes, str]:
+    """The metrics text and its content type, merged across worker processes when the
+    multiprocess directory is set."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+        return generate_latest(registry), CONTENT_TYPE_LATEST
+    return generate_latest(REGISTRY), CONTENT_TYPE_LATEST
+
+
+def worker_exited(pid: int) -> None:
+    """gunicorn ``child_exit`` hook: drop the dead worker's live gauges (none yet) cleanly."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        multiprocess.mark_process_dead(pid)  # type: ignore[no-untyped-call]
+
+
+def observe(transport: str, route: str, status: Any, seconds: float) -> None:
+    """Count one answered request."""
+    REQUESTS.labels(transport, route, str(status)).inc()
+    LATENCY.labels(transport, route).observe(seconds)
