@@ -4,6 +4,7 @@
                   embedded Redis-protocol server when REDIS_URL is not set
     ono99 http    the HTTP API alone (REDIS_URL, or --no-sessions)
     ono99 grpc    the gRPC API alone (REDIS_URL, or --no-sessions)
+    ono99 check   exit 0 when a server answers ready (container health checks)
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ def run_gunicorn(settings: Settings) -> None:
                 "accesslog": None, "errorlog": "-", "loglevel": settings.log_level,
                 "limit_request_line": 8190, "proc_name": "ono99-http",
                 "child_exit": lambda server, worker: metrics.worker_exited(worker.pid),
+                "control_socket_disable": True,  # no gunicornc; nothing written under $HOME
             }
             for key, value in options.items():
                 self.cfg.set(key, value)
@@ -126,6 +128,30 @@ def grpc(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def check(args: argparse.Namespace, settings: Settings) -> int:
+    """Exit 0 when the target answers ready: an HTTP URL (2xx), or grpc://host:port whose
+    health service reports SERVING. For container health checks."""
+    target: str = args.target
+    try:
+        if target.startswith("grpc://"):
+            import grpc as grpclib
+            from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+            with grpclib.insecure_channel(target.removeprefix("grpc://")) as channel:
+                reply = health_pb2_grpc.HealthStub(channel).Check(
+                    health_pb2.HealthCheckRequest(service=args.service), timeout=args.timeout)
+            ok = reply.status == health_pb2.HealthCheckResponse.SERVING
+        else:
+            import urllib.request
+
+            with urllib.request.urlopen(target, timeout=args.timeout) as response:
+                ok = 200 <= response.status < 300
+    except Exception as exc:
+        print(f"ono99 check: {target}: {exc}", file=sys.stderr)
+        return 1
+    return 0 if ok else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``ono99`` command."""
     parser = argparse.ArgumentParser(prog="ono99", description="ONO 99 rules service")
@@ -143,7 +169,14 @@ def main(argv: list[str] | None = None) -> int:
     p_grpc.add_argument("--metrics-port", type=int,
                         help="Prometheus metrics of the gRPC process (ONO99_METRICS_PORT, default 9464; 0: off)")
     p_grpc.set_defaults(func=grpc)
+    p_check = sub.add_parser("check", help="health check of a running server (for containers)")
+    p_check.add_argument("target", help="http://host:port/readyz or grpc://host:port")
+    p_check.add_argument("--service", default="", help="gRPC health service name (default: the whole server)")
+    p_check.add_argument("--timeout", type=float, default=2.0)
+    p_check.set_defaults(func=check)
     args = parser.parse_args(argv)
+    if args.command == "check":
+        return check(args, Settings())
     settings = _settings(args)
     logs.setup(settings.log_level)
     return int(args.func(args, settings))
