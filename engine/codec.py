@@ -242,13 +242,16 @@ def state_from_doc(doc: StateDoc) -> GameState:
             raise _fail("only the player to act can be under a Play 2 obligation", "play2.player")
         play2 = Play2(current, doc.play2.cards_left)  # type: ignore[arg-type]
 
-    winners = tuple(seat_of(w, f"winners[{k}]") for k, w in enumerate(doc.winners))
-    if len(set(winners)) != len(winners):
-        raise _fail("names a player twice", "winners")
+    winners: tuple[int, ...] = ()
+    if doc.winners:
+        winners = tuple(seat_of(w, f"winners[{k}]") for k, w in enumerate(doc.winners))
+        if len(set(winners)) != len(winners):
+            raise _fail("names a player twice", "winners")
     round_starter = 0 if doc.round_starter is None else seat_of(doc.round_starter, "round_starter")
 
-    owed = tuple(seat_of(w, f"owed_draws[{k}]") for k, w in enumerate(doc.owed_draws))
-    if owed:
+    owed: tuple[int, ...] = ()
+    if doc.owed_draws:
+        owed = tuple(seat_of(w, f"owed_draws[{k}]") for k, w in enumerate(doc.owed_draws))
         if rules.draw != "manual":
             raise _fail("draws are owed only with draw 'manual'", "owed_draws")
         if len(set(owed)) != len(owed):
@@ -286,16 +289,11 @@ def _check_cards(rules: Rules, cards: list[str], doc: StateDoc) -> None:
                         "(they must hold the deck exactly)", "")
 
 
-_SORTED_DECKS: dict[Rules, list[str]] = {}
-
-
 def sorted_deck(rules: Rules) -> list[str]:
     """The deck's cards in sorted order, memoized per rule set."""
-    cards = _SORTED_DECKS.get(rules)
+    cards: list[str] | None = rules.memo.get("sorted_deck")
     if cards is None:
-        if len(_SORTED_DECKS) > 1000:
-            _SORTED_DECKS.clear()
-        cards = _SORTED_DECKS[rules] = sorted(deck_cards(rules.deck_counts))
+        cards = rules.memo["sorted_deck"] = sorted(deck_cards(rules.deck_counts))
     return cards
 
 

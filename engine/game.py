@@ -146,10 +146,9 @@ def can_act(t: Table | GameState, seat: int) -> bool:
     """
     hand = t.players[seat].hand
     verdicts = judgements(t.rules, t.total, t.play2, t.ono99_played)
-    bust_ok = _can_bust(t.rules)
     for card in hand:
         problem = verdicts[card]
-        if problem is None or (bust_ok and problem is OVER_LIMIT):
+        if problem is None or (problem is OVER_LIMIT and _can_bust(t.rules)):
             return True
     return _can_swap(t, hand) or _can_draw(t, seat)
 
@@ -185,14 +184,21 @@ def legal_actions(state: GameState) -> list[Action]:
     if state.status != PLAYING or state.current is None:
         return []
     player = state.players[state.current]
-    plays, busts, can_swap = _choices(state, player.hand)
+    hand = player.hand
+    verdicts = judgements(state.rules, state.total, state.play2, state.ono99_played)
     mine = _ACTIONS[player.id]
-    actions = list(map(mine.__getitem__, plays))
-    if can_swap:
+    actions = []
+    for card in hand:  # the same judgement as _choices, flattened: this runs every step
+        if verdicts[card] is None:
+            action = mine[card]
+            if action not in actions:
+                actions.append(action)
+    if _can_swap(state, hand):
         actions.append(mine.swap)
     if not actions and _can_bust(state.rules):
-        actions = [mine[card] for card in busts]  # R-PTS-1
-    actions.extend(_ACTIONS[state.players[i].id].draw for i in state.owed_draws if _can_draw(state, i))
+        actions = [mine[card] for card in _choices(state, hand)[1]]  # R-PTS-1
+    if state.owed_draws:
+        actions.extend(_ACTIONS[state.players[i].id].draw for i in state.owed_draws if _can_draw(state, i))
     return actions
 
 
@@ -231,7 +237,7 @@ def _apply_play(state: GameState, seat: int, card: str) -> tuple[GameState, list
     hand = state.players[seat].hand
     if card not in hand:
         raise IllegalActionError("R-TURN-1", "card_not_in_hand", f"{card!r} is not in the player's hand")
-    problem = why_not(state, card)
+    problem = judgements(state.rules, state.total, state.play2, state.ono99_played)[card]
     bust = False
     if problem is not None:
         if problem is OVER_LIMIT and _can_bust(state.rules):

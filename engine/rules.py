@@ -147,6 +147,9 @@ class Rules:
     # Memo of engine.game.judgements: a rule set's verdict on every card per situation.
     judgements: dict[int, dict[str, tuple[str, str] | None]] = field(
         default_factory=dict, init=False, compare=False, hash=False, repr=False)
+    # Other values derived from the rules, made once (a frozen dataclass hashes all its
+    # fields on every lookup, so per-Rules caches live on the object itself).
+    memo: dict[str, Any] = field(default_factory=dict, init=False, compare=False, hash=False, repr=False)
 
     @property
     def deck_counts(self) -> dict[str, int]:
@@ -161,7 +164,6 @@ class Rules:
 
 _RESOLVED: dict[bytes, Rules] = {}
 _key_encoder = msgspec.json.Encoder()
-_DOCS: dict[Rules, dict[str, Any]] = {}
 
 
 def _cache_key(doc: Mapping[str, Any]) -> bytes | None:
@@ -212,13 +214,13 @@ def check_combination(rules: Rules) -> None:
 
 def rules_to_dict(rules: Rules) -> dict[str, Any]:
     """The fully resolved rules as a JSON-ready object (the same object on every call)."""
-    doc = _DOCS.get(rules)
+    doc: dict[str, Any] | None = rules.memo.get("doc")
     if doc is None:
         doc = {"edition": rules.edition, "deck": dict(rules.deck)}
         for name in OPTION_NAMES[1:]:
             value = getattr(rules, name)
             doc[name] = list(value) if isinstance(value, tuple) else value
-        _DOCS[rules] = doc
+        rules.memo["doc"] = doc
     return doc
 
 
