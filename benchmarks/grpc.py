@@ -2,9 +2,9 @@
 
     python benchmarks/grpc.py [--seconds 5] [--clients 8]
 
-Both servers run in their own process with the same settings (thread pool, message
+Both servers run in their own process with the same settings (grpc.aio, message
 limits, keepalive), on loopback, one after the other in the same run; the same client
-(threads sharing one channel each, blocking calls) loads them. The echo gets the
+(one asyncio channel with --clients concurrent callers, raw bytes) loads them. The echo gets the
 serialized ApplyRequest as raw bytes and sends it back. The last line is one JSON object.
 """
 
@@ -20,21 +20,19 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import argparse  # noqa: E402
+import asyncio  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import random  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
-import threading  # noqa: E402
 import time  # noqa: E402
-from collections.abc import Callable  # noqa: E402
 
 import grpc  # noqa: E402
 
 from engine import apply, legal_actions, new_game  # noqa: E402
 from service.grpc_api import convert  # noqa: E402
 from service.grpc_api.gen import ono99_pb2 as pb  # noqa: E402
-from service.grpc_api.gen import ono99_pb2_grpc as pb_grpc  # noqa: E402
 
 
 def free_port() -> int:
@@ -53,31 +51,29 @@ def start(args: list[str], port: int) -> subprocess.Popen[bytes]:
     return proc
 
 
-def load(port: int, seconds: float, clients: int, make_call: Callable[[grpc.Channel], Callable[[], object]]
-         ) -> dict[str, float]:
-    latencies: list[list[float]] = [[] for _ in range(clients)]
-    stop = time.monotonic() + seconds
-    barrier = threading.Barrier(clients + 1)
+def load(port: int, seconds: float, clients: int, method: str, request: bytes) -> dict[str, float]:
+    """``clients`` concurrent callers on one asyncio client (light on the shared CPU),
+    each calling ``method`` with the serialized ``request`` back to back for ``seconds``."""
 
-    def run(k: int) -> None:
-        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
-            call = make_call(channel)
-            call()  # warm the connection
-            barrier.wait()
-            while time.monotonic() < stop:
-                t = time.perf_counter()
-                call()
-                latencies[k].append(time.perf_counter() - t)
+    async def main() -> list[float]:
+        latencies: list[float] = []
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            call = channel.unary_unary(method)  # raw bytes both ways: no client-side (de)serializing
+            await call(request, timeout=10)  # warm the connection
+            stop = time.monotonic() + seconds
 
-    threads = [threading.Thread(target=run, args=(k,)) for k in range(clients)]
-    for th in threads:
-        th.start()
-    barrier.wait()
+            async def caller() -> None:
+                while time.monotonic() < stop:
+                    t = time.perf_counter()
+                    await call(request, timeout=10)
+                    latencies.append(time.perf_counter() - t)
+
+            await asyncio.gather(*(caller() for _ in range(clients)))
+        return latencies
+
     began = time.monotonic()
-    for th in threads:
-        th.join()
+    flat = sorted(asyncio.run(main()))
     elapsed = time.monotonic() - began
-    flat = sorted(x for xs in latencies for x in xs)
     return {"calls_per_s": round(len(flat) / elapsed, 1), "p50_ms": round(statistics.median(flat) * 1000, 2),
             "p99_ms": round(flat[int(len(flat) * 0.99) - 1] * 1000, 2), "calls": len(flat)}
 
@@ -95,7 +91,7 @@ def apply_request() -> pb.ApplyRequest:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=5.0)
-    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--clients", type=int, default=16)
     args = parser.parse_args()
     request = apply_request()
     raw = request.SerializeToString()
@@ -104,16 +100,14 @@ def main() -> None:
     port = free_port()
     echo = start([str(ROOT / "benchmarks" / "bare_grpc.py"), str(port)], port)
     try:
-        results["echo"] = load(port, args.seconds, args.clients,
-                               lambda ch: lambda: ch.unary_unary("/bench.Echo/Echo")(raw, timeout=10))
+        results["echo"] = load(port, args.seconds, args.clients, "/bench.Echo/Echo", raw)
     finally:
         echo.terminate()
         echo.wait()
     port = free_port()
     service = start(["-m", "service.cli", "grpc", "--no-sessions", "--grpc-port", str(port)], port)
     try:
-        results["apply"] = load(port, args.seconds, args.clients,
-                                lambda ch: lambda: pb_grpc.GameServiceStub(ch).Apply(request, timeout=10))
+        results["apply"] = load(port, args.seconds, args.clients, "/ono99.v1.GameService/Apply", raw)
     finally:
         service.terminate()
         service.wait()

@@ -211,7 +211,7 @@ def test_health_flips_with_redis(tmp_path):
 
     port = free_port()
     redis_server = start_embedded(tmp_path, port=port)
-    server = GrpcServer(Settings(redis_url=redis_server.connection_url, redis_timeout=0.3), port=0).start()
+    server = GrpcServer(Settings(redis_url=redis_server.connection_url, redis_timeout=0.3), port=0, grace=1).start()
     channel = grpc.insecure_channel(f"127.0.0.1:{server.port}")
     health = health_pb2_grpc.HealthStub(channel)
 
@@ -234,7 +234,7 @@ def test_health_flips_with_redis(tmp_path):
         eventually("ono99.v1.SessionService", serving)
     finally:
         channel.close()
-        server.stop(1)
+        server.stop()
         redis_server.stop()
 
 

@@ -34,15 +34,15 @@ def card(value: int, path: str) -> str:
     return code
 
 
+_VALID_CARDS = frozenset(range(1, len(CARD_CODES) + 1))
+
+
 def cards(values: Any, path: str) -> list[str]:
     """Card codes of a repeated Card field."""
-    try:
-        codes = list(map(_CODE_AT.__getitem__, values))
-    except IndexError:
-        codes = [None]
-    if None in codes:  # locate the bad value for the message
-        return [card(v, f"{path}[{k}]") for k, v in enumerate(values)]
-    return codes  # type: ignore[return-value]
+    values = list(values)  # one pass over the protobuf container, then list speed
+    if _VALID_CARDS.issuperset(values):
+        return list(map(_CODE_AT.__getitem__, values))  # type: ignore[arg-type]
+    return [card(v, f"{path}[{k}]") for k, v in enumerate(values)]  # names the bad one
 
 
 def card_enums(codes: Any) -> list[Any]:

@@ -2,20 +2,12 @@
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable
-from typing import Any, TypeVar
-
 import grpc
 from google.protobuf import any_pb2
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
-from engine import IllegalActionError, InvalidInputError
-
-from ..errors import ServiceError, from_engine
-
-log = logging.getLogger("ono99.grpc")
+from ..errors import ServiceError
 
 # The HTTP table of API.md, in gRPC terms.
 GRPC_CODE = {
@@ -43,25 +35,3 @@ def to_status(error: ServiceError) -> grpc.Status:
     detail.Pack(info)
     return rpc_status.to_status(status_pb2.Status(code=GRPC_CODE[error.code], message=error.detail,
                                                   details=[detail]))
-
-
-T = TypeVar("T")
-
-
-def answer(context: grpc.ServicerContext, call: Callable[[], T]) -> T:
-    """Run a servicer's work; turn service and engine errors into gRPC statuses."""
-    try:
-        return call()
-    except ServiceError as error:
-        context.abort_with_status(to_status(error))
-    except (InvalidInputError, IllegalActionError) as error:
-        context.abort_with_status(to_status(from_engine(error)))
-    except Exception:
-        log.exception("unexpected error")
-        context.abort_with_status(to_status(ServiceError("internal_error", "the service failed; the error was logged")))
-    raise AssertionError("abort_with_status returns only by raising")
-
-
-def abort(context: grpc.ServicerContext, error: ServiceError) -> Any:
-    """Abort the call with ``error``."""
-    context.abort_with_status(to_status(error))

@@ -1,16 +1,21 @@
-"""The gRPC server: GameService and SessionService over the application layer, a seat
-token interceptor, health (grpc.health.v1) and reflection."""
+"""The gRPC server (grpc.aio): GameService and SessionService over the application layer,
+a seat token interceptor, health (grpc.health.v1) and reflection.
+
+Stateless engine calls run on the event loop (they are short and CPU-bound); session
+calls, which wait on Redis, run on a thread pool of ``ONO99_GRPC_THREADS`` threads.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import logging
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent import futures
-from typing import Any
+from typing import Any, TypeVar
 
 import grpc
 import msgspec
@@ -23,11 +28,11 @@ import engine
 from .. import logs, metrics
 from ..application import Application
 from ..config import Settings
-from ..errors import ServiceError
+from ..errors import ServiceError, from_engine
 from ..signing import StateSigner
 from ..store import SessionStore, connect
 from . import convert
-from .errors import abort, answer, to_status
+from .errors import to_status
 from .gen import ono99_pb2 as pb
 from .gen import ono99_pb2_grpc as pb_grpc
 
@@ -49,85 +54,148 @@ KEEPALIVE_OPTIONS = [
 ]
 
 
-class SeatTokenInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
+def _wrap(handler: Any, unary: Callable[[Callable[..., Any]], Callable[..., Any]],
+          stream: Callable[[Callable[..., Any]], Callable[..., Any]]) -> Any:
+    """The same handler with its behaviour wrapped (unary-unary and unary-stream calls)."""
+    if handler.unary_unary:
+        return grpc.unary_unary_rpc_method_handler(unary(handler.unary_unary), handler.request_deserializer,
+                                                   handler.response_serializer)
+    if handler.unary_stream:
+        return grpc.unary_stream_rpc_method_handler(stream(handler.unary_stream), handler.request_deserializer,
+                                                    handler.response_serializer)
+    return handler  # reflection's bidirectional stream: left as it is
+
+
+class _CachingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+    """Wraps each method's handler once; per-call data comes from the call's context."""
+
+    def __init__(self) -> None:
+        self._wrapped: dict[str, Any] = {}
+
+    async def intercept_service(self, continuation: Callable[[Any], Awaitable[Any]], details: Any) -> Any:
+        wrapped = self._wrapped.get(details.method)
+        if wrapped is None:
+            handler = await continuation(details)
+            if handler is None:
+                return None
+            wrapped = self._wrapped[details.method] = self.wrap(details.method, handler)
+        return wrapped
+
+    def wrap(self, method: str, handler: Any) -> Any:
+        raise NotImplementedError
+
+
+def _metadata(context: grpc.aio.ServicerContext, key: str) -> str | None:
+    for name, value in context.invocation_metadata() or ():
+        if name == key:
+            return str(value)
+    return None
+
+
+class ObservingInterceptor(_CachingInterceptor):
+    """Every call: a request id (``x-request-id`` metadata, else a new one) in the log
+    context, a log line, and the request counters and latency histogram."""
+
+    def wrap(self, method: str, handler: Any) -> Any:
+        quiet = method.startswith("/grpc.")
+
+        def begin(request: Any, context: grpc.aio.ServicerContext) -> float:
+            logs.CONTEXT.set({"request_id": logs.request_id(_metadata(context, "x-request-id"))})
+            logs.bind(session_id=getattr(request, "session_id", None) or None)
+            return time.perf_counter()
+
+        def end(context: grpc.aio.ServicerContext, started: float, failed: bool) -> None:
+            code = context.code()
+            status = (code or (grpc.StatusCode.UNKNOWN if failed else grpc.StatusCode.OK)).name
+            seconds = time.perf_counter() - started
+            metrics.observe("grpc", method, status, seconds)
+            if not quiet:
+                access.info("call", extra={"method": method, "status": status, "duration_ms": round(seconds * 1000, 2)})
+
+        def unary(behavior: Callable[..., Any]) -> Callable[..., Any]:
+            async def run(request: Any, context: grpc.aio.ServicerContext) -> Any:
+                started, failed = begin(request, context), True
+                try:
+                    response = await behavior(request, context)
+                    failed = False
+                    return response
+                finally:
+                    end(context, started, failed)
+            return run
+
+        def stream(behavior: Callable[..., Any]) -> Callable[..., Any]:
+            async def run(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+                started, failed = begin(request, context), True
+                try:
+                    async for item in behavior(request, context):
+                        yield item
+                    failed = False
+                finally:
+                    end(context, started, failed)
+            return run
+
+        return _wrap(handler, unary, stream)
+
+
+class SeatTokenInterceptor(_CachingInterceptor):
     """Checks that session calls carry ``authorization: Bearer <token>`` and hands the
     token to the servicer; CreateSession needs none. Which seat a token opens is the
     application layer's decision, made against the session's stored seats."""
 
     OPEN: frozenset[str] = frozenset({f"/{SESSION_SERVICE}/CreateSession"})
 
-    def intercept_service(self, continuation: Callable[[Any], Any], details: Any) -> Any:
-        handler = continuation(details)
-        if handler is None or not details.method.startswith(f"/{SESSION_SERVICE}/") or details.method in self.OPEN:
+    def wrap(self, method: str, handler: Any) -> Any:
+        if not method.startswith(f"/{SESSION_SERVICE}/") or method in self.OPEN:
             return handler
-        token = _bearer(dict(details.invocation_metadata).get("authorization", ""))
 
-        def guard(behavior: Callable[..., Any]) -> Callable[..., Any]:
-            def run(request: Any, context: grpc.ServicerContext) -> Any:
-                if token is None:
-                    abort(context, ServiceError("unauthorized", "send metadata 'authorization: Bearer <seat token>'"))
-                SEAT_TOKEN.set(token)
-                return behavior(request, context)
-            return run
-
-        if handler.unary_unary:
-            return grpc.unary_unary_rpc_method_handler(guard(handler.unary_unary), handler.request_deserializer,
-                                                       handler.response_serializer)
-        return grpc.unary_stream_rpc_method_handler(guard(handler.unary_stream), handler.request_deserializer,
-                                                    handler.response_serializer)
-
-
-class ObservingInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
-    """Every call: a request id (``x-request-id`` metadata, else a new one) in the log
-    context, a log line, and the request counters and latency histogram."""
-
-    def intercept_service(self, continuation: Callable[[Any], Any], details: Any) -> Any:
-        handler = continuation(details)
-        if handler is None:
-            return None
-        method = details.method
-        offered = dict(details.invocation_metadata).get("x-request-id")
-
-        def observe(context: grpc.ServicerContext, started: float, failed: bool) -> None:
-            code = context.code() if hasattr(context, "code") else None
-            status = (code or (grpc.StatusCode.UNKNOWN if failed else grpc.StatusCode.OK)).name
-            seconds = time.perf_counter() - started
-            metrics.observe("grpc", method, status, seconds)
-            if not method.startswith("/grpc."):
-                access.info("call", extra={"method": method, "status": status, "duration_ms": round(seconds * 1000, 2)})
+        async def token(context: grpc.aio.ServicerContext) -> None:
+            found = _bearer(_metadata(context, "authorization") or "")
+            if found is None:
+                await context.abort_with_status(to_status(ServiceError(
+                    "unauthorized", "send metadata 'authorization: Bearer <seat token>'")))
+            SEAT_TOKEN.set(found)
 
         def unary(behavior: Callable[..., Any]) -> Callable[..., Any]:
-            def run(request: Any, context: grpc.ServicerContext) -> Any:
-                logs.CONTEXT.set({"request_id": logs.request_id(offered)})
-                logs.bind(session_id=getattr(request, "session_id", None) or None)
-                started, failed = time.perf_counter(), True
-                try:
-                    response = behavior(request, context)
-                    failed = False
-                    return response
-                finally:
-                    observe(context, started, failed)
+            async def run(request: Any, context: grpc.aio.ServicerContext) -> Any:
+                await token(context)
+                return await behavior(request, context)
             return run
 
         def stream(behavior: Callable[..., Any]) -> Callable[..., Any]:
-            def run(request: Any, context: grpc.ServicerContext) -> Any:
-                logs.CONTEXT.set({"request_id": logs.request_id(offered)})
-                logs.bind(session_id=getattr(request, "session_id", None) or None)
-                started, failed = time.perf_counter(), True
-                try:
-                    yield from behavior(request, context)
-                    failed = False
-                finally:
-                    observe(context, started, failed)
+            async def run(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+                await token(context)
+                async for item in behavior(request, context):
+                    yield item
             return run
 
-        if handler.unary_unary:
-            return grpc.unary_unary_rpc_method_handler(unary(handler.unary_unary), handler.request_deserializer,
-                                                       handler.response_serializer)
-        if handler.unary_stream:
-            return grpc.unary_stream_rpc_method_handler(stream(handler.unary_stream), handler.request_deserializer,
-                                                        handler.response_serializer)
-        return handler  # reflection's bidirectional stream: not counted
+        return _wrap(handler, unary, stream)
+
+
+T = TypeVar("T")
+
+
+class Calls:
+    """Runs a servicer's work and turns service and engine errors into gRPC statuses;
+    ``blocking`` work (Redis) goes to the thread pool, with the call's context vars."""
+
+    def __init__(self, threads: int) -> None:
+        self.pool = futures.ThreadPoolExecutor(max_workers=threads, thread_name_prefix="ono99-grpc")
+
+    async def answer(self, context: grpc.aio.ServicerContext, work: Callable[[], T], blocking: bool = False) -> T:
+        try:
+            if blocking:
+                run = contextvars.copy_context().run
+                return await asyncio.get_running_loop().run_in_executor(self.pool, run, work)
+            return work()
+        except ServiceError as error:
+            await context.abort_with_status(to_status(error))
+        except (engine.InvalidInputError, engine.IllegalActionError) as error:
+            await context.abort_with_status(to_status(from_engine(error)))
+        except Exception:
+            log.exception("unexpected error")
+            await context.abort_with_status(to_status(ServiceError("internal_error",
+                                                                   "the service failed; the error was logged")))
+        raise AssertionError("abort_with_status returns only by raising")
 
 
 def _bearer(header: str) -> str | None:
@@ -158,46 +226,48 @@ def _events(events: list[dict[str, Any]]) -> list[pb.Event]:
 
 
 class GameServicer(pb_grpc.GameServiceServicer):
-    """Stateless engine calls."""
+    """Stateless engine calls, on the event loop."""
 
-    def __init__(self, app: Application) -> None:
+    def __init__(self, app: Application, calls: Calls) -> None:
         self.app = app
+        self.calls = calls
 
-    def NewGame(self, request: pb.NewGameRequest, context: grpc.ServicerContext) -> pb.NewGameResponse:
+    async def NewGame(self, request: pb.NewGameRequest, context: grpc.aio.ServicerContext) -> pb.NewGameResponse:
         def work() -> pb.NewGameResponse:
             outcome = self.app.new_game(convert.rules_doc(request.rules), list(request.players), seed=_seed(request),
                                         deck=convert.cards(request.deck, "deck") if request.deck else None)
             return pb.NewGameResponse(state=_signed(outcome), events=_events(outcome.events))
-        return answer(context, work)
+        return await self.calls.answer(context, work)
 
-    def LegalActions(self, request: pb.LegalActionsRequest,
-                     context: grpc.ServicerContext) -> pb.LegalActionsResponse:
+    async def LegalActions(self, request: pb.LegalActionsRequest,
+                     context: grpc.aio.ServicerContext) -> pb.LegalActionsResponse:
         def work() -> pb.LegalActionsResponse:
             state = _signed_state(self.app, request.state)
             return pb.LegalActionsResponse(actions=[convert.action_message(a) for a in self.app.legal_actions(state)])
-        return answer(context, work)
+        return await self.calls.answer(context, work)
 
-    def Apply(self, request: pb.ApplyRequest, context: grpc.ServicerContext) -> pb.ApplyResponse:
+    async def Apply(self, request: pb.ApplyRequest, context: grpc.aio.ServicerContext) -> pb.ApplyResponse:
         def work() -> pb.ApplyResponse:
             outcome = self.app.apply(_signed_state(self.app, request.state), convert.action_doc(request.action))
             return pb.ApplyResponse(state=_signed(outcome), events=_events(outcome.events))
-        return answer(context, work)
+        return await self.calls.answer(context, work)
 
-    def View(self, request: pb.ViewRequest, context: grpc.ServicerContext) -> pb.ViewResponse:
+    async def View(self, request: pb.ViewRequest, context: grpc.aio.ServicerContext) -> pb.ViewResponse:
         def work() -> pb.ViewResponse:
             player = request.player if request.HasField("player") else None
             return pb.ViewResponse(view=_view(self.app.view(_signed_state(self.app, request.state), player)))
-        return answer(context, work)
+        return await self.calls.answer(context, work)
 
 
 class SessionServicer(pb_grpc.SessionServiceServicer):
-    """Sessions; the seat token comes from :class:`SeatTokenInterceptor`."""
+    """Sessions, on the thread pool; the seat token comes from :class:`SeatTokenInterceptor`."""
 
-    def __init__(self, app: Application) -> None:
+    def __init__(self, app: Application, calls: Calls) -> None:
         self.app = app
+        self.calls = calls
 
-    def CreateSession(self, request: pb.CreateSessionRequest,
-                      context: grpc.ServicerContext) -> pb.CreateSessionResponse:
+    async def CreateSession(self, request: pb.CreateSessionRequest,
+                      context: grpc.aio.ServicerContext) -> pb.CreateSessionResponse:
         def work() -> pb.CreateSessionResponse:
             game = request.game
             session_id, seats, state, events = self.app.create_session(
@@ -206,10 +276,10 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
             return pb.CreateSessionResponse(session_id=session_id, version=1, seats=seats,
                                             view=_view(engine.view_doc(state, None)),
                                             events=_events(engine.redact_events(events, None)))
-        return answer(context, work)
+        return await self.calls.answer(context, work, blocking=True)
 
-    def GetSession(self, request: pb.GetSessionRequest,
-                   context: grpc.ServicerContext) -> pb.GetSessionResponse:
+    async def GetSession(self, request: pb.GetSessionRequest,
+                   context: grpc.aio.ServicerContext) -> pb.GetSessionResponse:
         def work() -> pb.GetSessionResponse:
             version, viewer, state = self.app.get_session(request.session_id, SEAT_TOKEN.get())
             response = pb.GetSessionResponse(session_id=request.session_id, version=version,
@@ -217,91 +287,124 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
             if viewer is None:
                 response.state.CopyFrom(convert.state_message(state))
             return response
-        return answer(context, work)
+        return await self.calls.answer(context, work, blocking=True)
 
-    def Act(self, request: pb.ActRequest, context: grpc.ServicerContext) -> pb.ActResponse:
+    async def Act(self, request: pb.ActRequest, context: grpc.aio.ServicerContext) -> pb.ActResponse:
         def work() -> pb.ActResponse:
             expected = request.expected_version if request.HasField("expected_version") else None
             result = self.app.act(request.session_id, SEAT_TOKEN.get(), convert.action_doc(request.action),
                                   expected, request.idempotency_key or None)
             return pb.ActResponse(version=result.version, events=_events(result.events), view=_view(result.view),
                                   replayed=result.replayed)
-        return answer(context, work)
+        return await self.calls.answer(context, work, blocking=True)
 
-    def ListEvents(self, request: pb.ListEventsRequest,
-                   context: grpc.ServicerContext) -> pb.ListEventsResponse:
+    async def ListEvents(self, request: pb.ListEventsRequest,
+                   context: grpc.aio.ServicerContext) -> pb.ListEventsResponse:
         def work() -> pb.ListEventsResponse:
             events = self.app.session_events(request.session_id, SEAT_TOKEN.get(), request.after_version)
             return pb.ListEventsResponse(events=_events(events))
-        return answer(context, work)
+        return await self.calls.answer(context, work, blocking=True)
 
-    def WatchEvents(self, request: pb.WatchEventsRequest,
-                    context: grpc.ServicerContext) -> Iterator[pb.Event]:
-        stream = answer(context, lambda: self.app.watch_events(
-            request.session_id, SEAT_TOKEN.get(), request.after_version, context.is_active))
-        while True:
-            event = answer(context, lambda: next(stream, None))
-            if event is None:
-                return
-            yield convert.event_message(event)
+    async def WatchEvents(self, request: pb.WatchEventsRequest,
+                          context: grpc.aio.ServicerContext) -> AsyncIterator[pb.Event]:
+        open_ = threading.Event()
+        open_.set()
+        stream = self.app.watch_events(request.session_id, SEAT_TOKEN.get(), request.after_version, open_.is_set)
+        try:
+            while True:
+                event = await self.calls.answer(context, lambda: next(stream, None), blocking=True)
+                if event is None:
+                    return
+                yield convert.event_message(event)
+        finally:
+            open_.clear()  # a cancelled call ends the watch loop in its thread within a poll
 
-    def DeleteSession(self, request: pb.DeleteSessionRequest,
-                      context: grpc.ServicerContext) -> pb.DeleteSessionResponse:
+    async def DeleteSession(self, request: pb.DeleteSessionRequest,
+                      context: grpc.aio.ServicerContext) -> pb.DeleteSessionResponse:
         def work() -> pb.DeleteSessionResponse:
             self.app.delete_session(request.session_id, SEAT_TOKEN.get())
             return pb.DeleteSessionResponse()
-        return answer(context, work)
+        return await self.calls.answer(context, work, blocking=True)
 
 
 class GrpcServer:
-    """A running gRPC server with its health reporting."""
+    """The gRPC server for ``settings``: ``serve()`` runs it on the current event loop until
+    ``shutdown()``; ``start()``/``stop()`` run it on a thread of its own (tests, embedding)."""
 
-    def __init__(self, settings: Settings, port: int | None = None) -> None:
-        signer = StateSigner(settings.state_secret)
+    def __init__(self, settings: Settings, port: int | None = None, grace: float = 10.0) -> None:
+        self.settings = settings
+        self.requested_port = settings.grpc_port if port is None else port
+        self.grace = grace
         self.store = SessionStore(connect(settings.redis_url, settings.redis_timeout)) \
             if settings.sessions and settings.redis_url else None
-        app = Application(signer, self.store, settings.service_key, settings.session_ttl)
-        limit = settings.max_body_bytes
-        self.server = grpc.server(
-            futures.ThreadPoolExecutor(max_workers=settings.grpc_threads, thread_name_prefix="ono99-grpc"),
+        self.calls = Calls(settings.grpc_threads)
+        self.app = Application(StateSigner(settings.state_secret), self.store, settings.service_key,
+                               settings.session_ttl)
+        self.port: int | None = None
+        self._started = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._thread: threading.Thread | None = None
+
+    async def serve(self) -> None:
+        """Serve until ``shutdown()``; then refuse new calls and give running ones ``grace`` seconds."""
+        self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
+        limit = self.settings.max_body_bytes
+        server = grpc.aio.server(
             interceptors=[ObservingInterceptor(), SeatTokenInterceptor()],
             options=[("grpc.max_receive_message_length", limit), ("grpc.max_send_message_length", 4 * limit),
                      *KEEPALIVE_OPTIONS])
-        pb_grpc.add_GameServiceServicer_to_server(GameServicer(app), self.server)  # type: ignore[no-untyped-call]
-        pb_grpc.add_SessionServiceServicer_to_server(SessionServicer(app), self.server)  # type: ignore[no-untyped-call]
-        self.health = health.HealthServicer()
-        health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
+        pb_grpc.add_GameServiceServicer_to_server(GameServicer(self.app, self.calls), server)  # type: ignore[no-untyped-call]
+        pb_grpc.add_SessionServiceServicer_to_server(SessionServicer(self.app, self.calls), server)  # type: ignore[no-untyped-call]
+        checks = health.aio.HealthServicer()
+        health_pb2_grpc.add_HealthServicer_to_server(checks, server)
         reflection.enable_server_reflection(
-            (GAME_SERVICE, SESSION_SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME), self.server)
-        self.port = self.server.add_insecure_port(f"{settings.host}:{settings.grpc_port if port is None else port}")
-        self._stop = threading.Event()
-        self._watcher = threading.Thread(target=self._watch_redis, name="ono99-health", daemon=True)
+            (GAME_SERVICE, SESSION_SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
+        self.port = server.add_insecure_port(f"{self.settings.host}:{self.requested_port}")
+        for service in ("", GAME_SERVICE):
+            await checks.set(service, health_pb2.HealthCheckResponse.SERVING)
+        await self._report(checks)
+        await server.start()
+        log.info("gRPC API started", extra={"port": self.port, "sessions": self.store is not None})
+        self._started.set()
+        watcher = asyncio.create_task(self._watch_redis(checks))
+        await self._stop.wait()
+        watcher.cancel()
+        await checks.enter_graceful_shutdown()
+        await server.stop(self.grace)
+        self.calls.pool.shutdown(wait=False, cancel_futures=True)
+        log.info("gRPC API stopped")
 
-    def _report(self) -> None:
+    def shutdown(self) -> None:
+        """Ask ``serve()`` to stop (from any thread or a signal handler)."""
+        if self._loop is not None and self._stop is not None:
+            self._loop.call_soon_threadsafe(self._stop.set)
+
+    async def _report(self, checks: Any) -> None:
         """Session calls are NOT_SERVING while Redis does not answer; stateless ones stay up."""
-        up = self.store is not None and self.store.ping()
-        self.health.set(SESSION_SERVICE, health_pb2.HealthCheckResponse.SERVING if up
-                        else health_pb2.HealthCheckResponse.NOT_SERVING)
+        up = self.store is not None and await asyncio.get_running_loop().run_in_executor(
+            self.calls.pool, self.store.ping)
+        await checks.set(SESSION_SERVICE, health_pb2.HealthCheckResponse.SERVING if up
+                         else health_pb2.HealthCheckResponse.NOT_SERVING)
 
-    def _watch_redis(self) -> None:
-        while not self._stop.wait(1.0):
-            self._report()
+    async def _watch_redis(self, checks: Any) -> None:
+        while True:
+            await asyncio.sleep(1.0)
+            await self._report(checks)
 
     def start(self) -> GrpcServer:
-        for service in ("", GAME_SERVICE):
-            self.health.set(service, health_pb2.HealthCheckResponse.SERVING)
-        self._report()
-        self.server.start()
-        self._watcher.start()
-        log.info("gRPC API started", extra={"port": self.port, "sessions": self.store is not None})
+        """Serve on a thread of its own; returns once the server listens."""
+        self._thread = threading.Thread(target=asyncio.run, args=(self.serve(),), name="ono99-grpc", daemon=True)
+        self._thread.start()
+        if not self._started.wait(30):
+            raise RuntimeError("the gRPC server did not start")
         return self
 
-    def stop(self, grace: float = 10.0) -> None:
-        """Refuse new calls, let running ones finish for ``grace`` seconds, then stop."""
-        self._stop.set()
-        self.health.enter_graceful_shutdown()
-        self.server.stop(grace).wait()
-        log.info("gRPC API stopped")
+    def stop(self) -> None:
+        """Stop a server started with ``start()``."""
+        self.shutdown()
+        if self._thread is not None:
+            self._thread.join(self.grace + 10)
 
 
 def run(settings: Settings) -> None:
@@ -309,17 +412,20 @@ def run(settings: Settings) -> None:
     ``settings.metrics_port`` (0: none)."""
     if settings.metrics_port:
         start_http_server(settings.metrics_port, addr=settings.host)
-    server = GrpcServer(settings).start()
-    done = threading.Event()
+    server = GrpcServer(settings)
 
-    def on_signal(signum: int, frame: Any) -> None:
-        log.info("shutting down", extra={"signal": signal.Signals(signum).name})
-        done.set()
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, _stopping, signum, server)
+        await server.serve()
 
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    done.wait()
-    server.stop()
+    asyncio.run(main())
+
+
+def _stopping(signum: int, server: GrpcServer) -> None:
+    log.info("shutting down", extra={"signal": signal.Signals(signum).name})
+    server.shutdown()
 
 
 __all__ = ["GrpcServer", "run", "to_status"]
