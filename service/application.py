@@ -167,7 +167,7 @@ class Application:
         """Apply a seat's action with a compare-and-set on the session version."""
         store = self._sessions()
         parsed = _engine(engine.parse_action, action)
-        fingerprint = _hash(_json.encode([engine.format_action(parsed), expected_version]))
+        fingerprint = _hash(_json.encode([engine.format_action(parsed), expected_version])) if idempotency_key else ""
         for _attempt in range(5):
             stored = self._load(session_id, idempotency_key)
             player = self.authenticate(stored.seats, token)
