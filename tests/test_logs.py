@@ -1,0 +1,59 @@
+"""JSON logs: a request id taken from and echoed in X-Request-ID, the session and its
+version on session lines, and never a seat token or a hidden card."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+
+import pytest
+
+from service import logs
+from service.http_api import create_app
+from tests.conftest import SERVICE_KEY, make_settings
+
+
+@pytest.fixture
+def captured():
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logs.JsonFormatter())
+    root = logging.getLogger()
+    old_level = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    yield stream
+    root.removeHandler(handler)
+    root.setLevel(old_level)
+
+
+def test_request_ids_sessions_and_versions_are_logged_and_secrets_are_not(captured, throwaway_redis):
+    client = create_app(make_settings(throwaway_redis), warn_unsigned=False).test_client()
+    created = client.post("/v1/sessions", json={"rules": {"edition": "2022"}, "players": ["ann", "bob"], "seed": 3},
+                          headers={"X-Request-ID": "req-42"})
+    assert created.headers["X-Request-ID"] == "req-42"
+    body = created.json
+    sid, seats = body["session_id"], body["seats"]
+    state = client.get(f"/v1/sessions/{sid}", headers={"Authorization": f"Bearer {SERVICE_KEY}"}).json["state"]
+    hand = state["players"][0]["hand"]
+    acted = client.post(f"/v1/sessions/{sid}/actions", headers={"Authorization": f"Bearer {seats['ann']}"},
+                        json={"action": {"player": "ann", "type": "play", "card": hand[0]}})
+    assert acted.status_code == 200
+    generated = acted.headers["X-Request-ID"]
+    assert generated and generated != "req-42"
+    assert client.get("/healthz", headers={"X-Request-ID": "bad id with spaces"}).headers["X-Request-ID"] != \
+        "bad id with spaces"
+
+    text = captured.getvalue()
+    lines = [json.loads(line) for line in text.splitlines()]
+    created_lines = [e for e in lines if e.get("request_id") == "req-42"]
+    assert any(e["message"] == "session created" and e["session_id"] == sid for e in created_lines)
+    applied = [e for e in lines if e["message"] == "action applied"]
+    assert applied and applied[0]["session_id"] == sid and applied[0]["version"] == 2
+    assert applied[0]["request_id"] == generated
+    access = [e for e in lines if e["logger"] == "ono99.access" and e.get("request_id") == generated]
+    assert access and access[0]["status"] == 200 and access[0]["route"] == "/v1/sessions/<session_id>/actions"
+    for token in [*seats.values(), SERVICE_KEY]:
+        assert token not in text
+    assert "hand" not in text and "draw_pile" not in text
