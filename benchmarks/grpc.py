@@ -33,14 +33,7 @@ import grpc  # noqa: E402
 from engine import apply, legal_actions, new_game  # noqa: E402
 from service.grpc_api import convert  # noqa: E402
 from service.grpc_api.gen import ono99_pb2 as pb  # noqa: E402
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from service.ports import free_port  # noqa: E402
 
 
 def start(args: list[str], port: int) -> subprocess.Popen[bytes]:

@@ -34,16 +34,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from engine import apply, decode_state, encode_state, format_action, legal_actions, new_game  # noqa: E402
+from service.ports import free_port  # noqa: E402
 
 SERVICE_KEY = "bench-service-key"
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def gunicorn(app: str, port: int, workers: int, env: dict[str, str]) -> subprocess.Popen[bytes]:

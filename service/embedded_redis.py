@@ -4,8 +4,9 @@ with no Redis: ``ono99 serve`` uses it when REDIS_URL is not set."""
 from __future__ import annotations
 
 import logging
-import socket
 from pathlib import Path
+
+from .ports import free_port
 
 log = logging.getLogger("ono99.redis")
 
@@ -23,7 +24,7 @@ def start_embedded(data_dir: Path | None = None, port: int | None = None):  # ty
     for attempt in range(5):
         # A port the kernel just handed out; another process may still take it before
         # the server binds, so a failed start tries another one.
-        chosen = port or _free_port()
+        chosen = port or free_port()
         server = ValkeyServer(port=chosen, host="127.0.0.1", data_dir=data_dir, persist=data_dir is not None,
                               **config)
         try:
@@ -36,8 +37,3 @@ def start_embedded(data_dir: Path | None = None, port: int | None = None):  # ty
         return server
     raise AssertionError("unreachable")
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])

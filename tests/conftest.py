@@ -57,11 +57,12 @@ def types(events) -> list[str]:
 # --- service fixtures: a real Redis-protocol server and real HTTP servers -----------------
 
 import os  # noqa: E402
-import socket  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
+
+from service.ports import free_port  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 MACHINE_REDIS = os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/0"
@@ -114,12 +115,6 @@ def client(redis_url):
     from service.http_api import create_app
 
     return create_app(make_settings(redis_url), warn_unsigned=False).test_client()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class RunningServer:
