@@ -73,7 +73,7 @@ def run_gunicorn(settings: Settings) -> None:
     if not settings.state_secret:
         warn_unsigned_states()
     log.info("HTTP API starting", extra={"bind": f"{settings.host}:{settings.http_port}",
-                                         "workers": settings.workers, "sessions": bool(settings.redis_url)})
+                                         "workers": settings.workers, "sessions": settings.redis_configured})
     Gunicorn().run()
 
 
@@ -81,12 +81,13 @@ def serve(args: argparse.Namespace, settings: Settings) -> int:
     """Everything on its embedded defaults: gRPC in a process of its own (never inside
     forked gunicorn workers), HTTP under gunicorn in this one."""
     server = None
-    if settings.sessions and not settings.redis_url:
+    if settings.sessions and not settings.redis_configured:
         from .embedded_redis import start_embedded
 
         server = start_embedded(Path(args.redis_data) if args.redis_data else None)
         settings.redis_url = server.connection_url
-    env = {**os.environ, "REDIS_URL": settings.redis_url or "", "ONO99_HOST": settings.host,
+    env = {**os.environ, "REDIS_URL": settings.redis_url or "", "REDIS_SENTINELS": settings.redis_sentinels or "",
+           "REDIS_SENTINEL_MASTER": settings.redis_sentinel_master, "ONO99_HOST": settings.host,
            "ONO99_GRPC_PORT": str(settings.grpc_port), "ONO99_LOG_LEVEL": settings.log_level,
            "ONO99_SESSIONS": "true" if settings.sessions else "false"}
     grpc_process = subprocess.Popen([sys.executable, "-m", "service.cli", "grpc"], env=env)
@@ -104,8 +105,8 @@ def serve(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _needs_redis(name: str, settings: Settings) -> None:
-    if settings.sessions and not settings.redis_url:
-        sys.exit(f"ono99 {name}: set REDIS_URL (or --redis-url), or pass --no-sessions")
+    if settings.sessions and not settings.redis_configured:
+        sys.exit(f"ono99 {name}: set REDIS_URL (or --redis-url) or REDIS_SENTINELS, or pass --no-sessions")
 
 
 def http(args: argparse.Namespace, settings: Settings) -> int:

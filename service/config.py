@@ -28,6 +28,8 @@ class Settings:
     metrics_port: int = 9464
     redis_url: str | None = None
     redis_timeout: float = 0.5
+    redis_sentinels: str | None = None
+    redis_sentinel_master: str = "mymaster"
     sessions: bool = True
     session_ttl: int = 86_400
     state_secret: str | None = None
@@ -39,10 +41,22 @@ class Settings:
         "host": "ONO99_HOST", "http_port": "ONO99_HTTP_PORT", "grpc_port": "ONO99_GRPC_PORT",
         "workers": "ONO99_WORKERS", "grpc_threads": "ONO99_GRPC_THREADS", "metrics_port": "ONO99_METRICS_PORT",
         "redis_url": "REDIS_URL", "redis_timeout": "ONO99_REDIS_TIMEOUT",
+        "redis_sentinels": "REDIS_SENTINELS", "redis_sentinel_master": "REDIS_SENTINEL_MASTER",
         "sessions": "ONO99_SESSIONS", "session_ttl": "ONO99_SESSION_TTL",
         "state_secret": "ONO99_STATE_SECRET", "service_key": "ONO99_SERVICE_KEY",
         "max_body_bytes": "ONO99_MAX_BODY_BYTES", "log_level": "ONO99_LOG_LEVEL",
     }
+
+    @property
+    def redis_configured(self) -> bool:
+        """Whether a Redis (URL or Sentinel) is configured."""
+        return bool(self.redis_url or self.redis_sentinels)
+
+    def connect_redis(self) -> Any:
+        """A Redis client for these settings (see service.store.connect)."""
+        from .store import connect
+
+        return connect(self.redis_url, self.redis_timeout, self.redis_sentinels, self.redis_sentinel_master)
 
     @classmethod
     def from_env(cls, **overrides: Any) -> Settings:

@@ -84,13 +84,26 @@ class Conflict(Exception):
         self.version = version
 
 
-def connect(url: str, timeout: float) -> redis.Redis:
-    """A client that gives up quickly: explicit socket timeouts, one quick retry."""
-    return redis.Redis.from_url(
-        url, socket_timeout=timeout, socket_connect_timeout=timeout,
-        retry=Retry(ExponentialBackoff(cap=0.05, base=0.01), retries=1),
-        retry_on_error=[redis.ConnectionError, redis.TimeoutError],
-        health_check_interval=30)
+def connect(url: str | None, timeout: float, sentinels: str | None = None,
+            sentinel_master: str = "mymaster") -> redis.Redis:
+    """A client that gives up quickly: explicit socket timeouts, one quick retry.
+
+    With ``sentinels`` ("host:port,host:port") the client asks Redis Sentinel for the
+    current primary of ``sentinel_master`` and follows it across failovers.
+    """
+    options = {"socket_timeout": timeout, "socket_connect_timeout": timeout,
+               "retry": Retry(ExponentialBackoff(cap=0.05, base=0.01), retries=1),
+               "retry_on_error": [redis.ConnectionError, redis.TimeoutError], "health_check_interval": 30}
+    if sentinels:
+        from redis.sentinel import Sentinel
+
+        nodes = [(host, int(port)) for host, _, port in (n.strip().rpartition(":") for n in sentinels.split(","))]
+        sentinel = Sentinel(nodes, socket_timeout=timeout, socket_connect_timeout=timeout)  # type: ignore[no-untyped-call]
+        primary: redis.Redis = sentinel.master_for(sentinel_master, **options)  # type: ignore[no-untyped-call]
+        return primary
+    if not url:
+        raise ValueError("a Redis URL or Sentinel addresses are needed")
+    return redis.Redis.from_url(url, **options)
 
 
 def _unavailable(exc: Exception, operation: str = "call") -> ServiceError:

@@ -30,7 +30,7 @@ from ..application import Application
 from ..config import Settings
 from ..errors import ServiceError, from_engine
 from ..signing import StateSigner
-from ..store import SessionStore, connect
+from ..store import SessionStore
 from . import convert
 from .errors import to_status
 from .gen import ono99_pb2 as pb
@@ -335,8 +335,8 @@ class GrpcServer:
         self.settings = settings
         self.requested_port = settings.grpc_port if port is None else port
         self.grace = grace
-        self.store = SessionStore(connect(settings.redis_url, settings.redis_timeout)) \
-            if settings.sessions and settings.redis_url else None
+        self.store = SessionStore(settings.connect_redis()) \
+            if settings.sessions and settings.redis_configured else None
         self.calls = Calls(settings.grpc_threads)
         self.app = Application(StateSigner(settings.state_secret), self.store, settings.service_key,
                                settings.session_ttl)

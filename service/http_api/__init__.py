@@ -15,7 +15,7 @@ from ..application import Application
 from ..config import Settings
 from ..errors import ServiceError
 from ..signing import StateSigner, warn_unsigned_states
-from ..store import SessionStore, connect
+from ..store import SessionStore
 from . import games, sessions
 from .problems import PROBLEM_JSON, from_http_exception, from_unexpected, problem_response
 from .schemas import ProblemSchema, engine_components
@@ -62,8 +62,7 @@ def create_app(settings: Settings | None = None, *, warn_unsigned: bool = True) 
     signer = StateSigner(settings.state_secret)
     if not signer.enabled and warn_unsigned:
         warn_unsigned_states()
-    store = SessionStore(connect(settings.redis_url, settings.redis_timeout)) \
-        if settings.sessions and settings.redis_url else None
+    store = SessionStore(settings.connect_redis()) if settings.sessions and settings.redis_configured else None
     app.extensions["ono99"] = Application(signer, store, settings.service_key, settings.session_ttl)
     app.extensions["ono99.settings"] = settings
 
