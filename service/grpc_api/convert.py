@@ -12,8 +12,10 @@ from engine import CARD_CODES, GameState, InvalidInputError, rules_to_dict
 
 from .gen import ono99_pb2 as pb
 
-_CARD_OF = {i + 1: code for i, code in enumerate(CARD_CODES)}  # enum value → card code
+# Card enum values are the card's index in CARD_CODES plus one (0 is CARD_UNSPECIFIED).
+_CODE_AT: tuple[str | None, ...] = (None, *CARD_CODES)
 _ENUM_OF: dict[str, Any] = {code: i + 1 for i, code in enumerate(CARD_CODES)}
+_VALID_CARDS = frozenset(range(1, len(_CODE_AT)))
 _ACTION_OF = {pb.ACTION_TYPE_PLAY: "play", pb.ACTION_TYPE_SWAP_ONO99: "swap_ono99", pb.ACTION_TYPE_DRAW: "draw"}
 _ACTION_ENUM: dict[str, Any] = {v: k for k, v in _ACTION_OF.items()}
 _STATUS_OF = {pb.PLAYER_STATUS_ACTIVE: "active", pb.PLAYER_STATUS_OUT: "out",
@@ -23,18 +25,11 @@ _GAME_OF = {pb.GAME_STATUS_PLAYING: "playing", pb.GAME_STATUS_OVER: "over"}
 _GAME_ENUM = {v: k for k, v in _GAME_OF.items()}
 
 
-_CODE_AT: tuple[str | None, ...] = (None, *CARD_CODES)  # index: enum value
-
-
 def card(value: int, path: str) -> str:
     """The card code of an enum value; InvalidInputError for CARD_UNSPECIFIED or unknown."""
-    code = _CARD_OF.get(value)
-    if code is None:
+    if value not in _VALID_CARDS:
         raise InvalidInputError("a card must be set", path)
-    return code
-
-
-_VALID_CARDS = frozenset(range(1, len(CARD_CODES) + 1))
+    return _CODE_AT[value]  # type: ignore[return-value]
 
 
 def cards(values: Any, path: str) -> list[str]:
