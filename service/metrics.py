@@ -45,7 +45,14 @@ def worker_exited(pid: int) -> None:
         multiprocess.mark_process_dead(pid)  # type: ignore[no-untyped-call]
 
 
+_CHILDREN: dict[tuple[str, str, str], tuple[Any, Any]] = {}
+
+
 def observe(transport: str, route: str, status: Any, seconds: float) -> None:
-    """Count one answered request."""
-    REQUESTS.labels(transport, route, str(status)).inc()
-    LATENCY.labels(transport, route).observe(seconds)
+    """Count one answered request (label children looked up once per route and status)."""
+    key = (transport, route, str(status))
+    children = _CHILDREN.get(key)
+    if children is None:
+        children = _CHILDREN[key] = (REQUESTS.labels(*key), LATENCY.labels(transport, route))
+    children[0].inc()
+    children[1].observe(seconds)

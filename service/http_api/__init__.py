@@ -97,9 +97,9 @@ def create_app(settings: Settings | None = None, *, warn_unsigned: bool = True) 
         seconds = time.perf_counter() - g.get("started", time.perf_counter())
         metrics.observe("http", route, response.status_code, seconds)
         response.headers["X-Request-ID"] = g.get("request_id", "")
-        etag = response.headers.get("ETag", "")
-        logs.bind(version=int(etag.strip('"v')) if etag.startswith('"v') else None)
-        if route not in ("/healthz", "/readyz", "/metrics"):
+        if access.isEnabledFor(logging.INFO) and route not in ("/healthz", "/readyz", "/metrics"):
+            etag = response.headers.get("ETag", "")
+            logs.bind(version=int(etag.strip('"v')) if etag.startswith('"v') else None)
             access.info("request", extra={"method": request.method, "route": route, "status": response.status_code,
                                           "duration_ms": round(seconds * 1000, 2)})
         return response
