@@ -16,6 +16,7 @@ import signal  # noqa: E402
 import grpc  # noqa: E402
 
 from service.config import Settings  # noqa: E402
+from service.grpc_api.gen import ono99_pb2 as pb  # noqa: E402
 from service.grpc_api.server import KEEPALIVE_OPTIONS  # noqa: E402
 
 
@@ -25,10 +26,11 @@ async def serve(port: int) -> None:
                                       ("grpc.max_send_message_length", 4 * settings.max_body_bytes),
                                       *KEEPALIVE_OPTIONS])
 
-    async def echo(request: bytes, context: object) -> bytes:
-        return request  # raw bytes in, the same bytes out
+    async def echo(request: pb.ApplyRequest, context: object) -> pb.ApplyRequest:
+        return request  # the message back, as a grpcio service written the usual way does
 
-    handler = grpc.unary_unary_rpc_method_handler(echo)
+    handler = grpc.unary_unary_rpc_method_handler(echo, request_deserializer=pb.ApplyRequest.FromString,
+                                                  response_serializer=pb.ApplyRequest.SerializeToString)
     server.add_generic_rpc_handlers([grpc.method_handlers_generic_handler("bench.Echo", {"Echo": handler})])
     server.add_insecure_port(f"127.0.0.1:{port}")
     await server.start()

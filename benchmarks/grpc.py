@@ -5,8 +5,9 @@
 Both servers run in their own process with the same settings (grpc.aio, message
 limits, keepalive), on loopback, measured in interleaved rounds in the same run (the
 best round of each counts: the machine is noisy); the same client (one asyncio channel
-with --clients concurrent callers, raw bytes) loads them. The echo gets the serialized
-ApplyRequest as raw bytes and sends it back. The last line is one JSON object.
+with --clients concurrent callers, raw bytes) loads them. The echo is a grpcio service
+written the usual way: it receives the same ApplyRequest message (parsed by protobuf)
+and returns it (serialized). The last line is one JSON object.
 """
 
 from __future__ import annotations
