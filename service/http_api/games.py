@@ -59,7 +59,7 @@ def caller_state(body: dict[str, Any]) -> Any:
 
 @blp.route("/games")
 class Games(MethodView):
-    @blp.arguments(NewGameSchema)
+    @blp.arguments(NewGameSchema())
     @blp.response(201, GameSchema)
     @document_errors(blp, 413)
     def post(self, body: dict[str, Any]) -> Response:
@@ -70,7 +70,7 @@ class Games(MethodView):
 
 @blp.route("/games/legal-actions")
 class LegalActions(MethodView):
-    @blp.arguments(SignedStateSchema)
+    @blp.arguments(SignedStateSchema())
     @blp.response(200, ActionsSchema)
     @document_errors(blp, 413)
     def post(self, body: dict[str, Any]) -> Response:
@@ -81,7 +81,7 @@ class LegalActions(MethodView):
 
 @blp.route("/games/apply")
 class Apply(MethodView):
-    @blp.arguments(ApplySchema)
+    @blp.arguments(ApplySchema())
     @blp.response(200, GameSchema)
     @document_errors(blp, 413, 422)
     def post(self, body: dict[str, Any]) -> Response:
@@ -91,7 +91,7 @@ class Apply(MethodView):
 
 @blp.route("/games/view")
 class View(MethodView):
-    @blp.arguments(ViewRequestSchema)
+    @blp.arguments(ViewRequestSchema())
     @blp.response(200, ViewSchema)
     @document_errors(blp, 413)
     def post(self, body: dict[str, Any]) -> Response:

@@ -48,7 +48,7 @@ def _if_match() -> int | None:
 
 @blp.route("")
 class Sessions(MethodView):
-    @blp.arguments(NewSessionSchema)
+    @blp.arguments(NewSessionSchema())
     @blp.response(201, SessionCreatedSchema)
     @document_errors(blp, 413, 503)
     def post(self, body: dict[str, Any]) -> Response:
@@ -85,7 +85,7 @@ class Session(MethodView):
 
 @blp.route("/<session_id>/actions")
 class Actions(MethodView):
-    @blp.arguments(SessionActionSchema)
+    @blp.arguments(SessionActionSchema())
     @blp.response(200, SessionActedSchema)
     @blp.doc(security=AUTH, parameters=[
         {"in": "header", "name": "Idempotency-Key", "schema": {"type": "string", "maxLength": 200},
@@ -114,7 +114,7 @@ class Actions(MethodView):
 
 @blp.route("/<session_id>/events")
 class Events(MethodView):
-    @blp.arguments(EventsQuerySchema, location="query")
+    @blp.arguments(EventsQuerySchema(), location="query")
     @blp.response(200, EventsSchema)
     @blp.doc(security=AUTH)
     @document_errors(blp, 401, 404, 503)
