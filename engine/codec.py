@@ -19,8 +19,8 @@ from .errors import InvalidInputError, invalid_from_msgspec
 from .game import PLAYER_ID, can_act
 from .rules import Rules, resolve_rules, rules_to_dict
 from .shuffle import SEED_MAX_LENGTH
-from .state import ACTIVE, OUT, OUT_OF_ROUND, OVER, PLAYING, GameState, Play2, Player
-from .table import _new_tuple, new_player
+from .state import ACTIVE, OUT, OUT_OF_ROUND, PLAYING, GameState, Play2, Player
+from .table import new_player, tuple_new
 
 Card = Literal["0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10",
                "-10", "reverse", "play2", "ono99", "hold"]
@@ -266,7 +266,7 @@ def state_from_doc(doc: StateDoc) -> GameState:
     if turn.ono99_played and (not playing or not rules.ono99_on_zero):
         raise _fail("an ono99 is played only with ono99_on_zero", "turn.ono99_played")
 
-    state: GameState = _new_tuple(GameState, (
+    state: GameState = tuple_new(GameState, (
         rules, tuple(players), tuple(doc.draw_pile), tuple(doc.discard_pile), total, doc.direction,
         current, play2, doc.round, doc.status, winners, doc.seed, doc.shuffles, round_starter, owed,
         turn.swapped, turn.ono99_played))
@@ -298,7 +298,6 @@ def sorted_deck(rules: Rules) -> list[str]:
 
 
 __all__ = [
-    "OVER",
     "Card",
     "Play2Doc",
     "PlayerDoc",
@@ -309,7 +308,6 @@ __all__ = [
     "decode_state",
     "dumps_state",
     "encode_state",
-    "invalid_from_msgspec",
     "loads_state",
     "state_from_doc",
     "state_to_doc",

@@ -32,7 +32,7 @@ from .state import (
     Player,
     Seed,
 )
-from .table import Event, Table, _new_tuple, active_count, draw_card, end_game, forfeit_draws, next_active, take_top
+from .table import Event, Table, active_count, draw_card, end_game, forfeit_draws, next_active, take_top, tuple_new
 
 PLAYER_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
@@ -288,7 +288,7 @@ def _play(t: Table, seat: int, card: str, bust: bool) -> None:
             hand += (drawn,)
     else:
         t.owed_draws = (seat,)  # R-DRAW-1
-    t.players[seat] = _new_tuple(Player, (pid, hand, status, p.tokens, p.score, busted))
+    t.players[seat] = tuple_new(Player, (pid, hand, status, p.tokens, p.score, busted))
     if drawn is not None:
         events.append({"type": "drew", "player": pid, "card": drawn})
     if bust:

@@ -16,13 +16,13 @@ Event = dict[str, Any]
 
 # NamedTuple construction without the generated __new__'s Python frame: the hot path
 # builds a Player and a GameState on every action.
-_new_tuple: Any = tuple.__new__
+tuple_new: Any = tuple.__new__
 
 
 def new_player(pid: str, hand: tuple[str, ...], status: str, tokens: int, score: int,
                busted: bool) -> Player:
     """A Player, built fast (positional, no defaults)."""
-    return _new_tuple(Player, (pid, hand, status, tokens, score, busted))  # type: ignore[no-any-return]
+    return tuple_new(Player, (pid, hand, status, tokens, score, busted))  # type: ignore[no-any-return]
 
 
 class Table:
@@ -76,7 +76,7 @@ class Table:
 
     def freeze(self) -> GameState:
         """The next immutable state."""
-        return _new_tuple(GameState, (  # type: ignore[no-any-return]
+        return tuple_new(GameState, (  # type: ignore[no-any-return]
             self.rules, tuple(self.players), self.draw_pile, self.discard_pile,
             self.total, self.direction, self.current, self.play2, self.round,
             self.status, self.winners, self.seed, self.shuffles,
