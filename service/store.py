@@ -138,11 +138,13 @@ class SessionStore:
         """The session (None if unknown or expired), sliding its time to live."""
         game, _, idem = keys(session_id)
         try:
-            pipe = self.client.pipeline(transaction=False)
-            pipe.hmget(game, "version", "state", "seats", "ttl")
             if idempotency_key:
+                pipe = self.client.pipeline(transaction=False)
+                pipe.hmget(game, "version", "state", "seats", "ttl")
                 pipe.hget(idem, idempotency_key)
-            replies = pipe.execute()
+                replies = pipe.execute()
+            else:  # one command needs no pipeline (cheaper in redis-py)
+                replies = [self.client.hmget(game, "version", "state", "seats", "ttl")]
         except (redis.ConnectionError, redis.TimeoutError) as exc:
             raise _unavailable(exc, "read") from exc
         version, state, seats, ttl = replies[0]
