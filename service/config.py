@@ -30,6 +30,7 @@ class Settings:
     redis_timeout: float = 0.5
     redis_sentinels: str | None = None
     redis_sentinel_master: str = "mymaster"
+    redis_cluster: bool = False
     sessions: bool = True
     session_ttl: int = 86_400
     state_secret: str | None = None
@@ -42,6 +43,7 @@ class Settings:
         "workers": "ONO99_WORKERS", "grpc_threads": "ONO99_GRPC_THREADS", "metrics_port": "ONO99_METRICS_PORT",
         "redis_url": "REDIS_URL", "redis_timeout": "ONO99_REDIS_TIMEOUT",
         "redis_sentinels": "REDIS_SENTINELS", "redis_sentinel_master": "REDIS_SENTINEL_MASTER",
+        "redis_cluster": "REDIS_CLUSTER",
         "sessions": "ONO99_SESSIONS", "session_ttl": "ONO99_SESSION_TTL",
         "state_secret": "ONO99_STATE_SECRET", "service_key": "ONO99_SERVICE_KEY",
         "max_body_bytes": "ONO99_MAX_BODY_BYTES", "log_level": "ONO99_LOG_LEVEL",
@@ -56,7 +58,8 @@ class Settings:
         """A Redis client for these settings (see service.store.connect)."""
         from .store import connect
 
-        return connect(self.redis_url, self.redis_timeout, self.redis_sentinels, self.redis_sentinel_master)
+        return connect(self.redis_url, self.redis_timeout, self.redis_sentinels, self.redis_sentinel_master,
+                       self.redis_cluster)
 
     @classmethod
     def from_env(cls, **overrides: Any) -> Settings:

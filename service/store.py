@@ -84,12 +84,18 @@ class Conflict(Exception):
         self.version = version
 
 
+# redis.Redis, or redis.cluster.RedisCluster: both offer every command used here.
+Client = Any
+
+
 def connect(url: str | None, timeout: float, sentinels: str | None = None,
-            sentinel_master: str = "mymaster") -> redis.Redis:
+            sentinel_master: str = "mymaster", cluster: bool = False) -> Client:
     """A client that gives up quickly: explicit socket timeouts, one quick retry.
 
     With ``sentinels`` ("host:port,host:port") the client asks Redis Sentinel for the
-    current primary of ``sentinel_master`` and follows it across failovers.
+    current primary of ``sentinel_master`` and follows it across failovers. With
+    ``cluster`` the URL names any node of a Redis Cluster; a session's keys share a
+    slot (the ``{session id}`` hash tag), so its scripts and pipelines stay on one node.
     """
     options = {"socket_timeout": timeout, "socket_connect_timeout": timeout,
                "retry": Retry(ExponentialBackoff(cap=0.05, base=0.01), retries=1),
@@ -103,6 +109,12 @@ def connect(url: str | None, timeout: float, sentinels: str | None = None,
         return primary
     if not url:
         raise ValueError("a Redis URL or Sentinel addresses are needed")
+    if cluster:
+        from redis.cluster import RedisCluster
+
+        return RedisCluster.from_url(
+            url, socket_timeout=timeout, socket_connect_timeout=timeout,
+            retry=Retry(ExponentialBackoff(cap=0.05, base=0.01), retries=1))
     return redis.Redis.from_url(url, **options)
 
 
@@ -115,7 +127,7 @@ def _unavailable(exc: Exception, operation: str = "call") -> ServiceError:
 class SessionStore:
     """Session persistence over one Redis (or a Redis Cluster: keys share a slot)."""
 
-    def __init__(self, client: redis.Redis) -> None:
+    def __init__(self, client: Client) -> None:
         self.client = client
         self._commit = client.register_script(_COMMIT)
         self._create = client.register_script(_CREATE)
@@ -193,7 +205,7 @@ class SessionStore:
     def subscribe(self, session_id: str) -> Any:
         """A pub/sub subscription to the session's new versions (see ``live_channel``)."""
         try:
-            pubsub = self.client.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]
+            pubsub = self.client.pubsub(ignore_subscribe_messages=True)
             pubsub.subscribe(live_channel(session_id))
             return pubsub
         except (redis.ConnectionError, redis.TimeoutError) as exc:

