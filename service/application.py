@@ -262,12 +262,12 @@ def _apply_counted(mode: str, state: GameState, action: Any) -> tuple[GameState,
     try:
         next_state, events = engine.apply(state, action)
     except IllegalActionError as exc:
-        metrics.ACTIONS.labels(mode, "rejected", exc.reason).inc()
+        metrics.count_action(mode, "rejected", exc.reason)
         raise from_engine(exc) from None
     except InvalidInputError as exc:
-        metrics.ACTIONS.labels(mode, "rejected", "invalid").inc()
+        metrics.count_action(mode, "rejected", "invalid")
         raise from_engine(exc) from None
-    metrics.ACTIONS.labels(mode, "applied", "").inc()
+    metrics.count_action(mode, "applied")
     if next_state.status == "over":
         metrics.GAMES_FINISHED.labels(next_state.rules.edition).inc()
     return next_state, events

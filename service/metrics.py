@@ -29,6 +29,18 @@ GAMES_FINISHED = Counter("ono99_games_finished_total", "Games that reached game 
 REDIS_ERRORS = Counter("ono99_redis_errors_total", "Session store calls that failed", ["operation"])
 
 
+_ACTION_CHILDREN: dict[tuple[str, str, str], Any] = {}
+
+
+def count_action(mode: str, outcome: str, reason: str = "") -> None:
+    """Count an action applied or rejected (label children looked up once)."""
+    key = (mode, outcome, reason)
+    child = _ACTION_CHILDREN.get(key)
+    if child is None:
+        child = _ACTION_CHILDREN[key] = ACTIONS.labels(*key)
+    child.inc()
+
+
 def exposition() -> tuple[bytes, str]:
     """The metrics text and its content type, merged across worker processes when the
     multiprocess directory is set."""
