@@ -161,6 +161,19 @@ def test_errors_carry_matching_status_codes_and_the_http_code_in_details(servers
     code, reason, meta = details(exc.value)
     assert (code, reason, meta["rule"], meta["reason"]) == (grpc.StatusCode.FAILED_PRECONDITION, "illegal_action",
                                                             "R-TURN-1", "not_your_turn")
+    broken = pb.SignedState()
+    broken.CopyFrom(game.state)
+    broken.state.players[0].hand[0] = pb.CARD_UNSPECIFIED
+    with pytest.raises(grpc.RpcError) as exc:
+        games.LegalActions(pb.LegalActionsRequest(state=broken))
+    code, reason, meta = details(exc.value)
+    assert (code, reason, meta["field"]) == (grpc.StatusCode.INVALID_ARGUMENT, "invalid_request",
+                                             "state.players[0].hand[0]")
+    broken.CopyFrom(game.state)
+    broken.state.direction = 3
+    with pytest.raises(grpc.RpcError) as exc:
+        games.LegalActions(pb.LegalActionsRequest(state=broken))
+    assert details(exc.value)[2]["field"] == "state.direction"
     tampered = pb.SignedState()
     tampered.CopyFrom(game.state)
     tampered.signature = "forged"
