@@ -273,5 +273,12 @@ def _apply_counted(mode: str, state: GameState, action: Any) -> tuple[GameState,
     return next_state, events
 
 
+def bearer_token(header: str | None) -> str | None:
+    """The token of an ``Authorization: Bearer <token>`` value (HTTP header or gRPC metadata)."""
+    scheme, _, token = (header or "").partition(" ")
+    token = token.strip()
+    return token if scheme.lower() == "bearer" and token else None
+
+
 def _hash(secret: str | bytes) -> str:
     return hashlib.sha256(secret.encode() if isinstance(secret, str) else secret).hexdigest()

@@ -26,7 +26,7 @@ from prometheus_client import start_http_server
 import engine
 
 from .. import logs, metrics
-from ..application import Application
+from ..application import Application, bearer_token
 from ..config import Settings
 from ..errors import ServiceError, from_engine
 from ..signing import StateSigner
@@ -149,7 +149,7 @@ class SeatTokenInterceptor(_CachingInterceptor):
             return handler
 
         async def token(context: grpc.aio.ServicerContext) -> None:
-            found = _bearer(_metadata(context, "authorization") or "")
+            found = bearer_token(_metadata(context, "authorization"))
             if found is None:
                 await context.abort_with_status(to_status(ServiceError(
                     "unauthorized", "send metadata 'authorization: Bearer <seat token>'")))
@@ -196,11 +196,6 @@ class Calls:
             await context.abort_with_status(to_status(ServiceError("internal_error",
                                                                    "the service failed; the error was logged")))
         raise AssertionError("abort_with_status returns only by raising")
-
-
-def _bearer(header: str) -> str | None:
-    scheme, _, token = header.partition(" ")
-    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
 
 
 def _seed(msg: Any) -> Any:

@@ -9,6 +9,7 @@ from flask.views import MethodView
 
 import engine
 
+from ..application import bearer_token
 from ..errors import ServiceError
 from .games import ApiBlueprint, app_layer, json_response
 from .problems import document_errors
@@ -29,9 +30,7 @@ AUTH: list[dict[str, list[str]]] = [{"seatToken": []}]
 
 
 def _token() -> str | None:
-    header = request.headers.get("Authorization", "")
-    scheme, _, token = header.partition(" ")
-    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+    return bearer_token(request.headers.get("Authorization"))
 
 
 def _if_match() -> int | None:
