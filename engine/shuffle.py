@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import secrets
 from collections.abc import Iterable
+from operator import itemgetter
 
 from .errors import InvalidInputError
 from .state import Seed
@@ -25,7 +26,9 @@ def shuffled(cards: Iterable[str], seed: Seed, number: int) -> tuple[str, ...]:
     cards = tuple(cards)
     draw = random.Random(f"{seed!r}/{number}").random
     keys = [draw() for _ in cards]
-    return tuple(cards[i] for i in sorted(range(len(cards)), key=keys.__getitem__))
+    if len(cards) < 2:
+        return cards
+    return itemgetter(*sorted(range(len(cards)), key=keys.__getitem__))(cards)  # type: ignore[no-any-return]
 
 
 def check_seed(seed: object, path: str = "seed") -> Seed:
