@@ -13,9 +13,10 @@ from engine import CARD_CODES, GameState, InvalidInputError, rules_to_dict
 from .gen import ono99_pb2 as pb
 
 # Card enum values are the card's index in CARD_CODES plus one (0 is CARD_UNSPECIFIED).
-_CODE_AT: tuple[str | None, ...] = (None, *CARD_CODES)
+_CODE_OF: dict[int, str] = {i + 1: code for i, code in enumerate(CARD_CODES)}
 _ENUM_OF: dict[str, Any] = {code: i + 1 for i, code in enumerate(CARD_CODES)}
-_VALID_CARDS = frozenset(range(1, len(_CODE_AT)))
+_code_of = _CODE_OF.__getitem__
+_enum_of = _ENUM_OF.__getitem__
 _ACTION_OF = {pb.ACTION_TYPE_PLAY: "play", pb.ACTION_TYPE_SWAP_ONO99: "swap_ono99", pb.ACTION_TYPE_DRAW: "draw"}
 _ACTION_ENUM: dict[str, Any] = {v: k for k, v in _ACTION_OF.items()}
 _STATUS_OF = {pb.PLAYER_STATUS_ACTIVE: "active", pb.PLAYER_STATUS_OUT: "out",
@@ -27,22 +28,31 @@ _GAME_ENUM = {v: k for k, v in _GAME_OF.items()}
 
 def card(value: int, path: str) -> str:
     """The card code of an enum value; InvalidInputError for CARD_UNSPECIFIED or unknown."""
-    if value not in _VALID_CARDS:
+    code = _CODE_OF.get(value)
+    if code is None:
         raise InvalidInputError("a card must be set", path)
-    return _CODE_AT[value]  # type: ignore[return-value]
+    return code
+
+
+def _try_cards(values: Any) -> list[str] | None:
+    """Card codes of a repeated Card field in one pass; None if one is unset or unknown."""
+    try:
+        return list(map(_code_of, values))
+    except KeyError:
+        return None
 
 
 def cards(values: Any, path: str) -> list[str]:
-    """Card codes of a repeated Card field."""
-    values = list(values)  # one pass over the protobuf container, then list speed
-    if _VALID_CARDS.issuperset(values):
-        return list(map(_CODE_AT.__getitem__, values))  # type: ignore[arg-type]
-    return [card(v, f"{path}[{k}]") for k, v in enumerate(values)]  # names the bad one
+    """Card codes of a repeated Card field; InvalidInputError names the first bad one."""
+    codes = _try_cards(values)
+    if codes is None:
+        codes = [card(v, f"{path}[{k}]") for k, v in enumerate(values)]
+    return codes
 
 
 def card_enums(codes: Any) -> list[Any]:
     """Enum values of card codes."""
-    return list(map(_ENUM_OF.__getitem__, codes))
+    return list(map(_enum_of, codes))
 
 
 def _enum(table: dict[Any, str], value: int, path: str) -> str:
@@ -137,10 +147,12 @@ def action_message(action: Any) -> pb.Action:
 
 def event_message(event: dict[str, Any]) -> pb.Event:
     """An Event message from an event object."""
-    msg = pb.Event(type=event["type"])
+    return fill_event(pb.Event(), event)
+
+
+def fill_event(msg: pb.Event, event: dict[str, Any]) -> pb.Event:
+    """Set ``msg`` (a new Event, or one just added to a repeated field) from an event object."""
     for key, value in event.items():
-        if key == "type":
-            continue
         if key == "card":
             msg.card = _ENUM_OF[value]
         elif key in ("points", "scores"):
@@ -152,24 +164,51 @@ def event_message(event: dict[str, Any]) -> pb.Event:
     return msg
 
 
+def add_events(field: Any, events: list[dict[str, Any]]) -> None:
+    """Append events to a repeated Event field, built in place."""
+    add = field.add
+    for event in events:
+        fill_event(add(), event)
+
+
 # --- states and views ------------------------------------------------------------------------
 
 def state_message(state: GameState) -> pb.GameState:
     """A GameState message from an engine state."""
+    return fill_state(pb.GameState(), state)
+
+
+def fill_state(msg: pb.GameState, state: GameState) -> pb.GameState:
+    """Set an empty GameState message (a new one, or a response's field) from an engine
+    state. Messages are built in place: protobuf copies a message handed to a constructor."""
     players = state.players
-    msg = pb.GameState(
-        rules=rules_message(rules_to_dict(state.rules)),
-        players=[pb.Player(id=p.id, hand=card_enums(p.hand), status=_STATUS_ENUM[p.status], tokens=p.tokens,
-                           score=p.score, busted=p.busted) for p in players],
-        draw_pile=card_enums(state.draw_pile), discard_pile=card_enums(state.discard_pile),
-        total=state.total, direction=state.direction, round=state.round, status=_GAME_ENUM[state.status],
-        winners=[players[i].id for i in state.winners], shuffles=state.shuffles,
-        round_starter=players[state.round_starter].id, owed_draws=[players[i].id for i in state.owed_draws],
-        turn=pb.Turn(swapped=state.swapped, ono99_played=state.ono99_played))
+    msg.rules.CopyFrom(rules_message(rules_to_dict(state.rules)))
+    add = msg.players.add
+    for p in players:
+        add(id=p.id, hand=card_enums(p.hand), status=_STATUS_ENUM[p.status], tokens=p.tokens, score=p.score,
+            busted=p.busted)
+    msg.draw_pile.extend(card_enums(state.draw_pile))
+    msg.discard_pile.extend(card_enums(state.discard_pile))
+    msg.total = state.total
+    msg.direction = state.direction
+    msg.round = state.round
+    msg.status = _GAME_ENUM[state.status]
+    if state.winners:
+        msg.winners.extend([players[i].id for i in state.winners])
+    msg.shuffles = state.shuffles
+    msg.round_starter = players[state.round_starter].id
+    if state.owed_draws:
+        msg.owed_draws.extend([players[i].id for i in state.owed_draws])
+    if state.swapped or state.ono99_played:
+        msg.turn.swapped = state.swapped
+        msg.turn.ono99_played = state.ono99_played
+    else:
+        msg.turn.SetInParent()
     if state.current is not None:
         msg.current = players[state.current].id
     if state.play2 is not None:
-        msg.play2.CopyFrom(pb.Play2(player=players[state.play2.player].id, cards_left=state.play2.cards_left))
+        msg.play2.player = players[state.play2.player].id
+        msg.play2.cards_left = state.play2.cards_left
     if isinstance(state.seed, int):
         msg.seed_int = state.seed
     else:
@@ -179,11 +218,20 @@ def state_message(state: GameState) -> pb.GameState:
 
 def state_doc(msg: pb.GameState) -> dict[str, Any]:
     """A state document from a GameState message (the engine validates it next)."""
+    players = []
+    for k, p in enumerate(msg.players):
+        hand = _try_cards(p.hand)
+        if hand is None:
+            hand = cards(p.hand, f"state.players[{k}].hand")
+        status = _STATUS_OF.get(p.status)
+        if status is None:
+            raise InvalidInputError("must be set", f"state.players[{k}].status")
+        players.append({"id": p.id, "hand": hand, "status": status, "tokens": p.tokens, "score": p.score,
+                        "busted": p.busted})
+    turn = msg.turn
     doc: dict[str, Any] = {
         "rules": rules_doc(msg.rules),
-        "players": [{"id": p.id, "hand": cards(p.hand, f"state.players[{k}].hand"),
-                     "status": _enum(_STATUS_OF, p.status, f"state.players[{k}].status"),
-                     "tokens": p.tokens, "score": p.score, "busted": p.busted} for k, p in enumerate(msg.players)],
+        "players": players,
         "draw_pile": cards(msg.draw_pile, "state.draw_pile"),
         "discard_pile": cards(msg.discard_pile, "state.discard_pile"),
         "total": msg.total, "direction": msg.direction,
@@ -191,12 +239,11 @@ def state_doc(msg: pb.GameState) -> dict[str, Any]:
         "play2": {"player": msg.play2.player, "cards_left": msg.play2.cards_left} if msg.HasField("play2") else None,
         "round": msg.round, "status": _enum(_GAME_OF, msg.status, "state.status"), "winners": list(msg.winners),
         "seed": msg.seed_int if msg.WhichOneof("seed") == "seed_int" else msg.seed_text or 0,
-        "shuffles": msg.shuffles, "round_starter": msg.round_starter or None,
-        "owed_draws": list(msg.owed_draws),
-        "turn": {"swapped": msg.turn.swapped, "ono99_played": msg.turn.ono99_played},
+        "shuffles": msg.shuffles, "owed_draws": list(msg.owed_draws),
+        "turn": {"swapped": turn.swapped, "ono99_played": turn.ono99_played},
     }
-    if doc["round_starter"] is None:
-        del doc["round_starter"]
+    if msg.round_starter:
+        doc["round_starter"] = msg.round_starter
     return doc
 
 

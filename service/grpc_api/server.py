@@ -1,5 +1,6 @@
 """The gRPC server (grpc.aio): GameService and SessionService over the application layer,
-a seat token interceptor, health (grpc.health.v1) and reflection.
+one interceptor (request ids, logs, metrics and seat tokens), health (grpc.health.v1)
+and reflection.
 
 Stateless engine calls run on the event loop (they are short and CPU-bound); session
 calls, which wait on Redis, run on a thread pool of ``ONO99_GRPC_THREADS`` threads.
@@ -54,20 +55,34 @@ KEEPALIVE_OPTIONS = [
 ]
 
 
-def _wrap(handler: Any, unary: Callable[[Callable[..., Any]], Callable[..., Any]],
-          stream: Callable[[Callable[..., Any]], Callable[..., Any]]) -> Any:
-    """The same handler with its behaviour wrapped (unary-unary and unary-stream calls)."""
-    if handler.unary_unary:
-        return grpc.unary_unary_rpc_method_handler(unary(handler.unary_unary), handler.request_deserializer,
-                                                   handler.response_serializer)
-    if handler.unary_stream:
-        return grpc.unary_stream_rpc_method_handler(stream(handler.unary_stream), handler.request_deserializer,
-                                                    handler.response_serializer)
-    return handler  # reflection's bidirectional stream: left as it is
+def _metadata(context: grpc.aio.ServicerContext, key: str) -> str | None:
+    for name, value in context.invocation_metadata() or ():
+        if name == key:
+            return str(value)
+    return None
 
 
-class _CachingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
-    """Wraps each method's handler once; per-call data comes from the call's context."""
+async def _seat_token(context: grpc.aio.ServicerContext) -> None:
+    """Hand the call's seat token to the servicer, or abort the call as unauthorized."""
+    found = bearer_token(_metadata(context, "authorization"))
+    if found is None:
+        await context.abort_with_status(to_status(ServiceError(
+            "unauthorized", "send metadata 'authorization: Bearer <seat token>'")))
+    SEAT_TOKEN.set(found)
+
+
+class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+    """The one server interceptor, wrapped once around each method's handler.
+
+    Every call gets a request id (``x-request-id`` metadata, else a new one) in the log
+    context, an access log line, and the request counters and latency histogram.
+    Session calls must carry ``authorization: Bearer <token>`` (CreateSession needs
+    none); the token goes to the servicer, and which seat it opens is the application
+    layer's decision, made against the session's stored seats. Both jobs share one
+    interceptor: grpc.aio pays for every interceptor on every call.
+    """
+
+    OPEN: frozenset[str] = frozenset({f"/{SESSION_SERVICE}/CreateSession"})
 
     def __init__(self) -> None:
         self._wrapped: dict[str, Any] = {}
@@ -78,26 +93,12 @@ class _CachingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
             handler = await continuation(details)
             if handler is None:
                 return None
-            wrapped = self._wrapped[details.method] = self.wrap(details.method, handler)
+            wrapped = self._wrapped[details.method] = self._wrap(details.method, handler)
         return wrapped
 
-    def wrap(self, method: str, handler: Any) -> Any:
-        raise NotImplementedError
-
-
-def _metadata(context: grpc.aio.ServicerContext, key: str) -> str | None:
-    for name, value in context.invocation_metadata() or ():
-        if name == key:
-            return str(value)
-    return None
-
-
-class ObservingInterceptor(_CachingInterceptor):
-    """Every call: a request id (``x-request-id`` metadata, else a new one) in the log
-    context, a log line, and the request counters and latency histogram."""
-
-    def wrap(self, method: str, handler: Any) -> Any:
+    def _wrap(self, method: str, handler: Any) -> Any:
         quiet = method.startswith("/grpc.")
+        needs_token = method.startswith(f"/{SESSION_SERVICE}/") and method not in self.OPEN
 
         def begin(request: Any, context: grpc.aio.ServicerContext) -> float:
             logs.CONTEXT.set({"request_id": logs.request_id(_metadata(context, "x-request-id"))})
@@ -112,63 +113,39 @@ class ObservingInterceptor(_CachingInterceptor):
             if not quiet:
                 access.info("call", extra={"method": method, "status": status, "duration_ms": round(seconds * 1000, 2)})
 
-        def unary(behavior: Callable[..., Any]) -> Callable[..., Any]:
-            async def run(request: Any, context: grpc.aio.ServicerContext) -> Any:
+        if handler.unary_unary:
+            behavior = handler.unary_unary
+
+            async def unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
                 started, failed = begin(request, context), True
                 try:
+                    if needs_token:
+                        await _seat_token(context)
                     response = await behavior(request, context)
                     failed = False
                     return response
                 finally:
                     end(context, started, failed)
-            return run
 
-        def stream(behavior: Callable[..., Any]) -> Callable[..., Any]:
-            async def run(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+            return grpc.unary_unary_rpc_method_handler(unary, handler.request_deserializer,
+                                                       handler.response_serializer)
+        if handler.unary_stream:
+            stream_behavior = handler.unary_stream
+
+            async def stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
                 started, failed = begin(request, context), True
                 try:
-                    async for item in behavior(request, context):
+                    if needs_token:
+                        await _seat_token(context)
+                    async for item in stream_behavior(request, context):
                         yield item
                     failed = False
                 finally:
                     end(context, started, failed)
-            return run
 
-        return _wrap(handler, unary, stream)
-
-
-class SeatTokenInterceptor(_CachingInterceptor):
-    """Checks that session calls carry ``authorization: Bearer <token>`` and hands the
-    token to the servicer; CreateSession needs none. Which seat a token opens is the
-    application layer's decision, made against the session's stored seats."""
-
-    OPEN: frozenset[str] = frozenset({f"/{SESSION_SERVICE}/CreateSession"})
-
-    def wrap(self, method: str, handler: Any) -> Any:
-        if not method.startswith(f"/{SESSION_SERVICE}/") or method in self.OPEN:
-            return handler
-
-        async def token(context: grpc.aio.ServicerContext) -> None:
-            found = bearer_token(_metadata(context, "authorization"))
-            if found is None:
-                await context.abort_with_status(to_status(ServiceError(
-                    "unauthorized", "send metadata 'authorization: Bearer <seat token>'")))
-            SEAT_TOKEN.set(found)
-
-        def unary(behavior: Callable[..., Any]) -> Callable[..., Any]:
-            async def run(request: Any, context: grpc.aio.ServicerContext) -> Any:
-                await token(context)
-                return await behavior(request, context)
-            return run
-
-        def stream(behavior: Callable[..., Any]) -> Callable[..., Any]:
-            async def run(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-                await token(context)
-                async for item in behavior(request, context):
-                    yield item
-            return run
-
-        return _wrap(handler, unary, stream)
+            return grpc.unary_stream_rpc_method_handler(stream, handler.request_deserializer,
+                                                        handler.response_serializer)
+        return handler  # reflection's bidirectional stream: left as it is
 
 
 T = TypeVar("T")
@@ -207,9 +184,10 @@ def _signed_state(app: Application, signed: pb.SignedState) -> engine.GameState:
     return app.trusted_state(convert.state_doc(signed.state), signed.signature or None)
 
 
-def _signed(outcome: Any) -> pb.SignedState:
-    return pb.SignedState(state=convert.state_message(outcome.state),
-                          signature=outcome.signature or "")
+def _signed(msg: pb.SignedState, outcome: Any) -> None:
+    convert.fill_state(msg.state, outcome.state)
+    if outcome.signature:
+        msg.signature = outcome.signature
 
 
 def _view(view: engine.ViewDoc) -> pb.View:
@@ -231,7 +209,10 @@ class GameServicer(pb_grpc.GameServiceServicer):
         def work() -> pb.NewGameResponse:
             outcome = self.app.new_game(convert.rules_doc(request.rules), list(request.players), seed=_seed(request),
                                         deck=convert.cards(request.deck, "deck") if request.deck else None)
-            return pb.NewGameResponse(state=_signed(outcome), events=_events(outcome.events))
+            response = pb.NewGameResponse()
+            _signed(response.state, outcome)
+            convert.add_events(response.events, outcome.events)
+            return response
         return await self.calls.answer(context, work)
 
     async def LegalActions(self, request: pb.LegalActionsRequest,
@@ -244,7 +225,10 @@ class GameServicer(pb_grpc.GameServiceServicer):
     async def Apply(self, request: pb.ApplyRequest, context: grpc.aio.ServicerContext) -> pb.ApplyResponse:
         def work() -> pb.ApplyResponse:
             outcome = self.app.apply(_signed_state(self.app, request.state), convert.action_doc(request.action))
-            return pb.ApplyResponse(state=_signed(outcome), events=_events(outcome.events))
+            response = pb.ApplyResponse()
+            _signed(response.state, outcome)
+            convert.add_events(response.events, outcome.events)
+            return response
         return await self.calls.answer(context, work)
 
     async def View(self, request: pb.ViewRequest, context: grpc.aio.ServicerContext) -> pb.ViewResponse:
@@ -255,7 +239,7 @@ class GameServicer(pb_grpc.GameServiceServicer):
 
 
 class SessionServicer(pb_grpc.SessionServiceServicer):
-    """Sessions, on the thread pool; the seat token comes from :class:`SeatTokenInterceptor`."""
+    """Sessions, on the thread pool; the seat token comes from :class:`CallInterceptor`."""
 
     def __init__(self, app: Application, calls: Calls) -> None:
         self.app = app
@@ -280,7 +264,7 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
             response = pb.GetSessionResponse(session_id=request.session_id, version=version,
                                              view=_view(engine.view_doc(state, viewer)))
             if viewer is None:
-                response.state.CopyFrom(convert.state_message(state))
+                convert.fill_state(response.state, state)
             return response
         return await self.calls.answer(context, work, blocking=True)
 
@@ -346,7 +330,7 @@ class GrpcServer:
         self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
         limit = self.settings.max_body_bytes
         server = grpc.aio.server(
-            interceptors=[ObservingInterceptor(), SeatTokenInterceptor()],
+            interceptors=[CallInterceptor()],
             options=[("grpc.max_receive_message_length", limit), ("grpc.max_send_message_length", 4 * limit),
                      *KEEPALIVE_OPTIONS])
         pb_grpc.add_GameServiceServicer_to_server(GameServicer(self.app, self.calls), server)  # type: ignore[no-untyped-call]
