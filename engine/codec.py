@@ -20,7 +20,6 @@ from .game import PLAYER_ID, can_act
 from .rules import Rules, resolve_rules, rules_to_dict
 from .shuffle import SEED_MAX_LENGTH
 from .state import ACTIVE, OUT, OUT_OF_ROUND, PLAYING, GameState, Play2, Player
-from .table import new_player, tuple_new
 
 Card = Literal["0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10",
                "-10", "reverse", "play2", "ono99", "hold"]
@@ -197,7 +196,7 @@ def state_from_doc(doc: StateDoc) -> GameState:
             if not points or status == ACTIVE or (status == OUT and doc.status == PLAYING):
                 raise _fail("only a player out of the round can have busted", f"players[{k}].busted")
             busted_count += 1
-        players.append(new_player(p.id, tuple(hand), status, tokens, p.score, p.busted))
+        players.append(Player(p.id, tuple(hand), status, tokens, p.score, p.busted))
 
     _check_cards(rules, cards, doc)
 
@@ -266,10 +265,10 @@ def state_from_doc(doc: StateDoc) -> GameState:
     if turn.ono99_played and (not playing or not rules.ono99_on_zero):
         raise _fail("an ono99 is played only with ono99_on_zero", "turn.ono99_played")
 
-    state: GameState = tuple_new(GameState, (
+    state = GameState(
         rules, tuple(players), tuple(doc.draw_pile), tuple(doc.discard_pile), total, doc.direction,
         current, play2, doc.round, doc.status, winners, doc.seed, doc.shuffles, round_starter, owed,
-        turn.swapped, turn.ono99_played))
+        turn.swapped, turn.ono99_played)
     if playing and not can_act(state, current):  # type: ignore[arg-type]
         raise _fail(f"{doc.current!r} is to act but has no legal action (R-ELIM-2)", "current")
     return state

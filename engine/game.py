@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import Annotated, Any, Literal, Protocol
 
 import msgspec
+from msgspec import structs
 
 from .cards import CARD_CODES, CARD_SET, TOTAL_DELTA, deck_cards
 from .errors import IllegalActionError, InvalidInputError, invalid_from_msgspec
@@ -32,7 +33,7 @@ from .state import (
     Player,
     Seed,
 )
-from .table import Event, Table, active_count, draw_card, end_game, forfeit_draws, next_active, take_top, tuple_new
+from .table import Event, Table, active_count, draw_card, end_game, forfeit_draws, next_active, take_top
 
 PLAYER_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
@@ -217,23 +218,20 @@ def apply(state: GameState, action: Action | Mapping[str, Any]) -> tuple[GameSta
     if state.status != PLAYING:
         raise IllegalActionError("R-WIN-1", "game_over", "the game is over")
     pid = action.player
+    kind = action.type
     seat = state.current
     if seat is None or state.players[seat].id != pid:  # most actions are the current player's
         seat = state.seat(pid)
         if seat is None:
             raise IllegalActionError("R-PLAYERS", "unknown_player", f"{pid!r} does not play in this game")
-    kind = action.type
-    if kind == PLAY:
-        return _apply_play(state, seat, action.card)  # type: ignore[arg-type]
+        if kind == PLAY:
+            whose = state.players[state.current].id if state.current is not None else "nobody"
+            raise IllegalActionError("R-TURN-1", "not_your_turn", f"it is {whose}'s turn")
     if kind == SWAP:
         return _apply_swap(state, seat)
-    return _apply_draw(state, seat)
-
-
-def _apply_play(state: GameState, seat: int, card: str) -> tuple[GameState, list[Event]]:
-    if seat != state.current:
-        whose = state.players[state.current].id if state.current is not None else "nobody"
-        raise IllegalActionError("R-TURN-1", "not_your_turn", f"it is {whose}'s turn")
+    if kind != PLAY:
+        return _apply_draw(state, seat)
+    card = action.card
     hand = state.players[seat].hand
     if card not in hand:
         raise IllegalActionError("R-TURN-1", "card_not_in_hand", f"{card!r} is not in the player's hand")
@@ -293,9 +291,9 @@ def _play(t: Table, seat: int, card: str, bust: bool) -> None:
         drawn = None
         t.owed_draws = (seat,)  # R-DRAW-1
     if bust:
-        t.players[seat] = tuple_new(Player, (pid, hand, OUT_OF_ROUND, p.tokens, p.score, True))
+        t.players[seat] = Player(pid, hand, OUT_OF_ROUND, p.tokens, p.score, True)
     else:
-        t.players[seat] = tuple_new(Player, (pid, hand, p.status, p.tokens, p.score, p.busted))
+        t.players[seat] = Player(pid, hand, p.status, p.tokens, p.score, p.busted)
     if drawn is not None:
         events.append({"type": "drew", "player": pid, "card": drawn})
     if bust:
@@ -325,7 +323,7 @@ def _apply_swap(state: GameState, seat: int) -> tuple[GameState, list[Event]]:
     kept = list(hand)
     for _ in range(4):
         kept.remove("ono99")
-    t.players[seat] = p._replace(hand=tuple(kept))
+    t.players[seat] = structs.replace(p, hand=tuple(kept))
     t.discard_pile = t.discard_pile + ("ono99",) * 4
     if t.owed_draws:
         forfeit_draws(t)
@@ -399,13 +397,13 @@ def _no_action(t: Table, seat: int) -> None:
     t.swapped = t.ono99_played = False
     t.owed_draws = tuple(i for i in t.owed_draws if i != seat)
     if scoring == "points":
-        t.players[seat] = p._replace(status=OUT_OF_ROUND)
+        t.players[seat] = structs.replace(p, status=OUT_OF_ROUND)
         t.events.append({"type": "out_of_round", "player": p.id, "reason": "no_playable_card"})  # R-PTS-2
         if active_count(t.players) == 1:
             points_round_over(t)
             return
     else:
-        t.players[seat] = p._replace(status=OUT)
+        t.players[seat] = structs.replace(p, status=OUT)
         t.events.append({"type": "eliminated", "player": p.id, "reason": "no_legal_play"})  # R-ELIM-1
         if active_count(t.players) == 1:
             end_game(t, [i for i, q in enumerate(t.players) if q.status == ACTIVE])  # R-WIN-1

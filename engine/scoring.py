@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from msgspec import structs
+
 from .cards import HAND_POINTS, deck_cards
 from .shuffle import shuffled
 from .state import ACTIVE, OUT, Player
@@ -18,10 +20,10 @@ def token_round_over(t: Table, seat: int) -> None:
     token, or leave the game when they have none left."""
     p = t.players[seat]
     if p.tokens > 0:
-        t.players[seat] = p._replace(tokens=p.tokens - 1)
+        t.players[seat] = structs.replace(p, tokens=p.tokens - 1)
         t.events.append({"type": "token_lost", "player": p.id, "tokens": p.tokens - 1})
     else:
-        t.players[seat] = p._replace(status=OUT)
+        t.players[seat] = structs.replace(p, status=OUT)
         t.events.append({"type": "eliminated", "player": p.id, "reason": "no_tokens"})
     t.events.append({"type": "round_over", "round": t.round, "player": p.id})
     remaining = in_game(t)
@@ -48,7 +50,7 @@ def points_round_over(t: Table) -> None:
     for i in seats:
         p = t.players[i]
         gained = hand_points(p.hand, rules.hand_size, p.busted)
-        t.players[i] = p._replace(score=p.score + gained)
+        t.players[i] = structs.replace(p, score=p.score + gained)
         points[p.id] = gained
         scores[p.id] = p.score + gained
     t.events.append({"type": "round_over", "round": t.round, "points": points, "scores": scores})
@@ -56,7 +58,7 @@ def points_round_over(t: Table) -> None:
     if rules.end == "last_standing":
         # R-PTS-4: who reaches the target leaves the game; the last one left wins.
         for i in reached:
-            t.players[i] = t.players[i]._replace(status=OUT)
+            t.players[i] = structs.replace(t.players[i], status=OUT)
             t.events.append({"type": "eliminated", "player": t.players[i].id, "reason": "reached_target"})
         remaining = [i for i in seats if i not in reached]
         if len(remaining) == 1:

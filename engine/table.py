@@ -14,17 +14,6 @@ from .state import ACTIVE, OVER, GameState, Play2, Player, Seed
 
 Event = dict[str, Any]
 
-# NamedTuple construction without the generated __new__'s Python frame: the hot path
-# builds a Player and a GameState on every action.
-tuple_new: Any = tuple.__new__
-
-
-def new_player(pid: str, hand: tuple[str, ...], status: str, tokens: int, score: int,
-               busted: bool) -> Player:
-    """A Player, built fast (positional, no defaults)."""
-    return tuple_new(Player, (pid, hand, status, tokens, score, busted))  # type: ignore[no-any-return]
-
-
 class Table:
     """Mutable working copy of a :class:`GameState`, plus the events it has caused."""
 
@@ -67,20 +56,32 @@ class Table:
     ono99_played: bool
 
     def __init__(self, s: GameState) -> None:
-        (self.rules, players, self.draw_pile, self.discard_pile, self.total,
-         self.direction, self.current, self.play2, self.round, self.status, self.winners,
-         self.seed, self.shuffles, self.round_starter, self.owed_draws, self.swapped,
-         self.ono99_played) = s
-        self.players: list[Player] = list(players)
+        self.rules = s.rules
+        self.players: list[Player] = list(s.players)
+        self.draw_pile = s.draw_pile
+        self.discard_pile = s.discard_pile
+        self.total = s.total
+        self.direction = s.direction
+        self.current = s.current
+        self.play2 = s.play2
+        self.round = s.round
+        self.status = s.status
+        self.winners = s.winners
+        self.seed = s.seed
+        self.shuffles = s.shuffles
+        self.round_starter = s.round_starter
+        self.owed_draws = s.owed_draws
+        self.swapped = s.swapped
+        self.ono99_played = s.ono99_played
         self.events: list[Event] = []
 
     def freeze(self) -> GameState:
         """The next immutable state."""
-        return tuple_new(GameState, (  # type: ignore[no-any-return]
+        return GameState(
             self.rules, tuple(self.players), self.draw_pile, self.discard_pile,
             self.total, self.direction, self.current, self.play2, self.round,
             self.status, self.winners, self.seed, self.shuffles,
-            self.round_starter, self.owed_draws, self.swapped, self.ono99_played))
+            self.round_starter, self.owed_draws, self.swapped, self.ono99_played)
 
 
 def active_count(players: list[Player] | tuple[Player, ...]) -> int:
@@ -126,7 +127,7 @@ def draw_card(t: Table, seat: int) -> None:
     card = take_top(t)
     if card is not None:
         p = t.players[seat]
-        t.players[seat] = new_player(p.id, p.hand + (card,), p.status, p.tokens, p.score, p.busted)
+        t.players[seat] = Player(p.id, p.hand + (card,), p.status, p.tokens, p.score, p.busted)
         t.events.append({"type": "drew", "player": p.id, "card": card})
 
 

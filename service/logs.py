@@ -5,10 +5,10 @@ from __future__ import annotations
 import contextvars
 import json
 import logging
+import os
 import re
 import sys
 import time
-import uuid
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
@@ -25,7 +25,7 @@ _REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 
 def request_id(offered: str | None) -> str:
     """The caller's request id when it is a sane token, else a new one."""
-    return offered if offered and _REQUEST_ID.fullmatch(offered) else uuid.uuid4().hex
+    return offered if offered and _REQUEST_ID.fullmatch(offered) else os.urandom(16).hex()
 
 
 def bind(**fields: Any) -> None:

@@ -185,8 +185,13 @@ def fill_state(msg: pb.GameState, state: GameState) -> pb.GameState:
     msg.rules.CopyFrom(rules_message(rules_to_dict(state.rules)))
     add = msg.players.add
     for p in players:
-        add(id=p.id, hand=card_enums(p.hand), status=_STATUS_ENUM[p.status], tokens=p.tokens, score=p.score,
-            busted=p.busted)
+        player = add(id=p.id, hand=card_enums(p.hand), status=_STATUS_ENUM[p.status])
+        if p.tokens:
+            player.tokens = p.tokens
+        if p.score:
+            player.score = p.score
+        if p.busted:
+            player.busted = True
     msg.draw_pile.extend(card_enums(state.draw_pile))
     msg.discard_pile.extend(card_enums(state.discard_pile))
     msg.total = state.total

@@ -101,8 +101,11 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         needs_token = method.startswith(f"/{SESSION_SERVICE}/") and method not in self.OPEN
 
         def begin(request: Any, context: grpc.aio.ServicerContext) -> float:
-            logs.CONTEXT.set({"request_id": logs.request_id(_metadata(context, "x-request-id"))})
-            logs.bind(session_id=getattr(request, "session_id", None) or None)
+            fields = {"request_id": logs.request_id(_metadata(context, "x-request-id"))}
+            session_id = getattr(request, "session_id", None)
+            if session_id:
+                fields["session_id"] = session_id
+            logs.CONTEXT.set(fields)
             return time.perf_counter()
 
         def end(context: grpc.aio.ServicerContext, started: float, failed: bool) -> None:
