@@ -7,7 +7,21 @@ limits, keepalive), on loopback, measured in interleaved rounds in the same run 
 best round of each counts: the machine is noisy); the same client (one asyncio channel
 with --clients concurrent callers, raw bytes) loads them. The echo is a grpcio service
 written the usual way: it receives the same ApplyRequest message (parsed by protobuf)
-and returns it (serialized). The last line is one JSON object.
+and returns it (serialized).
+
+Apply is measured two ways:
+
+- ``apply``: each caller plays whole games as a stateless client does, sending back the
+  state the previous answer gave it (the requests are made beforehand, so the client
+  does no more work per call than for the echo; the run first checks that the server's
+  answers are those very states). The server recognizes the states it returned
+  (ONO99_GRPC_STATE_CACHE) and does not decode them again; the first call of each game
+  carries a state it never returned.
+- ``apply_cold``: the same request over and over, whose state the server never
+  returned: every call decodes and validates the state in full.
+
+The last line is one JSON object: ``ratio_apply`` is apply/echo, ``ratio_apply_cold``
+apply_cold/echo.
 """
 
 from __future__ import annotations
@@ -23,6 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 import argparse  # noqa: E402
 import asyncio  # noqa: E402
+import itertools  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import random  # noqa: E402
@@ -46,28 +61,32 @@ def start(args: list[str], port: int) -> subprocess.Popen[bytes]:
     return proc
 
 
-def load(port: int, seconds: float, clients: int, method: str, request: bytes) -> dict[str, float]:
+def load(port: int, seconds: float, clients: int, method: str, sequences: list[list[bytes]]) -> dict[str, float]:
     """``clients`` concurrent callers on one asyncio client (light on the shared CPU),
-    each calling ``method`` with the serialized ``request`` back to back for ``seconds``."""
+    each calling ``method`` back to back for ``seconds`` with the serialized requests of
+    one of ``sequences``, in order and round again."""
 
-    async def main() -> list[float]:
+    async def run() -> list[float]:
         latencies: list[float] = []
         async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
             call = channel.unary_unary(method)  # raw bytes both ways: no client-side (de)serializing
-            await call(request, timeout=10)  # warm the connection
+            await call(sequences[0][0], timeout=10)  # warm the connection
             stop = time.monotonic() + seconds
 
-            async def caller() -> None:
-                while time.monotonic() < stop:
-                    t = time.perf_counter()
-                    await call(request, timeout=10)
-                    latencies.append(time.perf_counter() - t)
+            async def caller(sequence: list[bytes]) -> None:
+                while True:
+                    for request in sequence:
+                        if time.monotonic() >= stop:
+                            return
+                        t = time.perf_counter()
+                        await call(request, timeout=10)
+                        latencies.append(time.perf_counter() - t)
 
-            await asyncio.gather(*(caller() for _ in range(clients)))
+            await asyncio.gather(*(caller(sequences[i % len(sequences)]) for i in range(clients)))
         return latencies
 
     began = time.monotonic()
-    flat = sorted(asyncio.run(main()))
+    flat = sorted(asyncio.run(run()))
     elapsed = time.monotonic() - began
     return {"calls_per_s": round(len(flat) / elapsed, 1), "p50_ms": round(statistics.median(flat) * 1000, 2),
             "p99_ms": round(flat[int(len(flat) * 0.99) - 1] * 1000, 2), "calls": len(flat)}
@@ -83,6 +102,35 @@ def apply_request() -> pb.ApplyRequest:
                            action=convert.action_message(legal_actions(state)[0]))
 
 
+def game_requests(games: int, seed: int) -> list[bytes]:
+    """The Apply requests of random 4-player 2022 games, each carrying the state that
+    the answer to the one before holds."""
+    rng = random.Random(seed)
+    requests = []
+    for g in range(games):
+        state, _ = new_game({"edition": "2022"}, ["ann", "bob", "cy", "dee"], seed=seed * 1000 + g)
+        while state.status == "playing":
+            action = rng.choice(legal_actions(state))
+            request = pb.ApplyRequest(action=convert.action_message(action))
+            convert.fill_state(request.state.state, state)
+            requests.append(request.SerializeToString())
+            state, _ = apply(state, action)
+    return requests
+
+
+def check_flow(port: int, sequence: list[bytes]) -> None:
+    """The server's answers carry exactly the states the next requests send back."""
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        call = channel.unary_unary("/ono99.v1.GameService/Apply", response_deserializer=pb.ApplyResponse.FromString)
+        for request, following in itertools.pairwise(sequence):
+            answer = call(request, timeout=10).state.state
+            if answer.status == pb.GAME_STATUS_OVER:
+                continue  # the next request starts another game
+            sent_back = pb.ApplyRequest.FromString(following).state.state
+            if answer.SerializeToString() != sent_back.SerializeToString():
+                sys.exit("benchmark error: an answer is not the state the next request sends back")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=3.0, help="length of one measuring round")
@@ -90,14 +138,21 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=16)
     args = parser.parse_args()
     raw = apply_request().SerializeToString()
-    rounds: dict[str, list[dict[str, float]]] = {"echo": [], "apply": []}
+    games = [game_requests(8, seed=c + 1) for c in range(args.clients)]
+    game_bytes = [len(r) for g in games for r in g]
+    apply_method = "/ono99.v1.GameService/Apply"
+    targets = {"echo": ("/bench.Echo/Echo", [[raw]]), "apply": (apply_method, games),
+               "apply_cold": (apply_method, [[raw]])}
+    rounds: dict[str, list[dict[str, float]]] = {name: [] for name in targets}
     echo_port, service_port = free_port(), free_port()
     servers = [start([str(ROOT / "benchmarks" / "bare_grpc.py"), str(echo_port)], echo_port),
                start(["-m", "service.cli", "grpc", "--no-sessions", "--grpc-port", str(service_port)], service_port)]
     try:
+        check_flow(service_port, games[0])
         for r in range(args.rounds):
-            rounds["echo"].append(load(echo_port, args.seconds, args.clients, "/bench.Echo/Echo", raw))
-            rounds["apply"].append(load(service_port, args.seconds, args.clients, "/ono99.v1.GameService/Apply", raw))
+            for name, (method, sequences) in targets.items():
+                port = echo_port if name == "echo" else service_port
+                rounds[name].append(load(port, args.seconds, args.clients, method, sequences))
             print(f"round {r + 1}/{args.rounds}: " + ", ".join(
                 f"{name} {max(x['calls_per_s'] for x in rs):,.0f} calls/s" for name, rs in rounds.items())
                 + " (best so far)", flush=True)
@@ -107,11 +162,14 @@ def main() -> None:
             server.wait()
     results = {name: max(rs, key=lambda x: x["calls_per_s"]) for name, rs in rounds.items()}
     for name, r in results.items():
-        print(f"{name:>6}: {r['calls_per_s']:>8,.0f} calls/s  p50 {r['p50_ms']} ms  p99 {r['p99_ms']} ms")
-    figures = {f"{name}_{k}": v for name, r in results.items() for k, v in r.items()}
+        print(f"{name:>10}: {r['calls_per_s']:>8,.0f} calls/s  p50 {r['p50_ms']} ms  p99 {r['p99_ms']} ms")
+    figures: dict[str, float] = {f"{name}_{k}": v for name, r in results.items() for k, v in r.items()}
     figures["message_bytes"] = len(raw)
+    figures["apply_message_bytes_mean"] = round(statistics.mean(game_bytes))
     figures["ratio_apply"] = round(results["apply"]["calls_per_s"] / results["echo"]["calls_per_s"], 3)
-    print(f"ratio apply/echo {figures['ratio_apply']}")
+    figures["ratio_apply_cold"] = round(results["apply_cold"]["calls_per_s"] / results["echo"]["calls_per_s"], 3)
+    print(f"echo message {len(raw)} bytes; game requests {figures['apply_message_bytes_mean']} bytes on average")
+    print(f"ratio apply/echo {figures['ratio_apply']} (games), {figures['ratio_apply_cold']} (cold)")
     print(json.dumps(figures))
 
 

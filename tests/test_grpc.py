@@ -257,3 +257,32 @@ def test_committed_stubs_match_the_proto_files(tmp_path):
     fresh = {p.name: p.read_text() for p in generate(tmp_path)}
     committed = {p.name: p.read_text() for p in Path(GEN).glob("*.py*") if p.name != "__init__.py"}
     assert fresh == committed, "stubs are stale: run python -m service.grpc_api.stubs"
+
+
+def test_recent_states_give_back_only_what_this_process_returned_with_its_signature():
+    from engine import new_game
+    from service.grpc_api.server import RecentStates
+
+    def returned(seed, signature):
+        state, _ = new_game({"edition": "2022"}, ["a", "b"], seed=seed)
+        msg = pb.SignedState(signature=signature)
+        convert.fill_state(msg.state, state)
+        return msg, state
+
+    recent = RecentStates(2)
+    (m1, s1), (m2, s2), (m3, s3) = returned(1, "sig1"), returned(2, "sig2"), returned(3, "")
+    recent.remember(m1, s1)
+    sent_back = pb.SignedState.FromString(m1.SerializeToString())  # as a client sends it
+    assert recent.recall(sent_back) is s1
+    for signature in ("", "sig2", "sïg1"):
+        sent_back.signature = signature
+        assert recent.recall(sent_back) is None  # the full path then checks the signature
+    altered = pb.SignedState.FromString(m1.SerializeToString())
+    altered.state.total += 1
+    assert recent.recall(altered) is None  # any other state is decoded and checked in full
+    recent.remember(m2, s2)
+    recent.remember(m3, s3)  # the oldest goes
+    assert recent.recall(m1) is None and recent.recall(m2) is s2 and recent.recall(m3) is s3
+    off = RecentStates(0)
+    off.remember(m2, s2)
+    assert off.recall(m2) is None

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import hmac
 import logging
 import signal
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent import futures
 from typing import Any, TypeVar
@@ -183,8 +185,39 @@ def _seed(msg: Any) -> Any:
     return getattr(msg, kind) if kind else None
 
 
-def _signed_state(app: Application, signed: pb.SignedState) -> engine.GameState:
-    return app.trusted_state(convert.state_doc(signed.state), signed.signature or None)
+class RecentStates:
+    """The states this process returned lately (NewGame, Apply), by the bytes of their
+    GameState message, with the signature they went out with.
+
+    A stateless client sends back the state it was given: recognized by its exact bytes
+    (and, when states are signed, its signature), it is the state the engine made and
+    checked, so it is not decoded and validated again. Entries come only from the
+    server's own answers, so a caller cannot put a state in; any other state takes the
+    full path. Oldest first out; used from the event loop's thread only.
+    """
+
+    def __init__(self, size: int) -> None:
+        self.size = max(0, size)
+        self._states: OrderedDict[bytes, tuple[engine.GameState, str]] = OrderedDict()
+
+    def remember(self, msg: pb.SignedState, state: engine.GameState) -> None:
+        """Note that ``msg`` (a filled response field) carries ``state``."""
+        if self.size:
+            states = self._states
+            key = msg.state.SerializeToString()
+            states[key] = (state, msg.signature)
+            states.move_to_end(key)
+            if len(states) > self.size:
+                states.popitem(last=False)
+
+    def recall(self, signed: pb.SignedState) -> engine.GameState | None:
+        """The state a caller sent, if this process returned it with this signature."""
+        if not self.size:
+            return None
+        hit = self._states.get(signed.state.SerializeToString())
+        if hit is None or not hmac.compare_digest(hit[1].encode(), signed.signature.encode()):
+            return None
+        return hit[0]
 
 
 def _signed(msg: pb.SignedState, outcome: Any) -> None:
@@ -204,16 +237,28 @@ def _events(events: list[dict[str, Any]]) -> list[pb.Event]:
 class GameServicer(pb_grpc.GameServiceServicer):
     """Stateless engine calls, on the event loop."""
 
-    def __init__(self, app: Application, calls: Calls) -> None:
+    def __init__(self, app: Application, calls: Calls, recent: RecentStates | None = None) -> None:
         self.app = app
         self.calls = calls
+        self.recent = recent or RecentStates(0)
+
+    def _state(self, signed: pb.SignedState) -> engine.GameState:
+        """The caller's state: one this process returned, else decoded and checked in full."""
+        state = self.recent.recall(signed)
+        if state is None:
+            state = self.app.trusted_state(convert.state_doc(signed.state), signed.signature or None)
+        return state
+
+    def _answer(self, msg: pb.SignedState, outcome: Any) -> None:
+        _signed(msg, outcome)
+        self.recent.remember(msg, outcome.state)
 
     async def NewGame(self, request: pb.NewGameRequest, context: grpc.aio.ServicerContext) -> pb.NewGameResponse:
         def work() -> pb.NewGameResponse:
             outcome = self.app.new_game(convert.rules_doc(request.rules), list(request.players), seed=_seed(request),
                                         deck=convert.cards(request.deck, "deck") if request.deck else None)
             response = pb.NewGameResponse()
-            _signed(response.state, outcome)
+            self._answer(response.state, outcome)
             convert.add_events(response.events, outcome.events)
             return response
         return await self.calls.answer(context, work)
@@ -221,15 +266,15 @@ class GameServicer(pb_grpc.GameServiceServicer):
     async def LegalActions(self, request: pb.LegalActionsRequest,
                      context: grpc.aio.ServicerContext) -> pb.LegalActionsResponse:
         def work() -> pb.LegalActionsResponse:
-            state = _signed_state(self.app, request.state)
+            state = self._state(request.state)
             return pb.LegalActionsResponse(actions=[convert.action_message(a) for a in self.app.legal_actions(state)])
         return await self.calls.answer(context, work)
 
     async def Apply(self, request: pb.ApplyRequest, context: grpc.aio.ServicerContext) -> pb.ApplyResponse:
         def work() -> pb.ApplyResponse:
-            outcome = self.app.apply(_signed_state(self.app, request.state), convert.action_doc(request.action))
+            outcome = self.app.apply(self._state(request.state), convert.action_doc(request.action))
             response = pb.ApplyResponse()
-            _signed(response.state, outcome)
+            self._answer(response.state, outcome)
             convert.add_events(response.events, outcome.events)
             return response
         return await self.calls.answer(context, work)
@@ -237,7 +282,7 @@ class GameServicer(pb_grpc.GameServiceServicer):
     async def View(self, request: pb.ViewRequest, context: grpc.aio.ServicerContext) -> pb.ViewResponse:
         def work() -> pb.ViewResponse:
             player = request.player if request.HasField("player") else None
-            return pb.ViewResponse(view=_view(self.app.view(_signed_state(self.app, request.state), player)))
+            return pb.ViewResponse(view=_view(self.app.view(self._state(request.state), player)))
         return await self.calls.answer(context, work)
 
 
@@ -336,7 +381,8 @@ class GrpcServer:
             interceptors=[CallInterceptor()],
             options=[("grpc.max_receive_message_length", limit), ("grpc.max_send_message_length", 4 * limit),
                      *KEEPALIVE_OPTIONS])
-        pb_grpc.add_GameServiceServicer_to_server(GameServicer(self.app, self.calls), server)  # type: ignore[no-untyped-call]
+        pb_grpc.add_GameServiceServicer_to_server(
+            GameServicer(self.app, self.calls, RecentStates(self.settings.grpc_state_cache)), server)  # type: ignore[no-untyped-call]
         pb_grpc.add_SessionServiceServicer_to_server(SessionServicer(self.app, self.calls), server)  # type: ignore[no-untyped-call]
         checks = health.aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(checks, server)
