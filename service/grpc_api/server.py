@@ -185,6 +185,10 @@ def _seed(msg: Any) -> Any:
     return getattr(msg, kind) if kind else None
 
 
+_RECALLED = metrics.STATES_RECALLED.labels("recalled")
+_DECODED = metrics.STATES_RECALLED.labels("decoded")
+
+
 class RecentStates:
     """The states this process returned lately (NewGame, Apply), by the bytes of their
     GameState message, with the signature they went out with.
@@ -246,7 +250,9 @@ class GameServicer(pb_grpc.GameServiceServicer):
         """The caller's state: one this process returned, else decoded and checked in full."""
         state = self.recent.recall(signed)
         if state is None:
-            state = self.app.trusted_state(convert.state_doc(signed.state), signed.signature or None)
+            _DECODED.inc()
+            return self.app.trusted_state(convert.state_doc(signed.state), signed.signature or None)
+        _RECALLED.inc()
         return state
 
     def _answer(self, msg: pb.SignedState, outcome: Any) -> None:
