@@ -286,3 +286,24 @@ def test_recent_states_give_back_only_what_this_process_returned_with_its_signat
     off = RecentStates(0)
     off.remember(m2, s2)
     assert off.recall(m2) is None
+
+
+@pytest.mark.parametrize("players", [2, 4, 6])
+def test_a_state_message_written_from_the_previous_one_equals_one_written_whole(players):
+    from engine import apply, new_game
+    from tests.test_random_play import CONFIGS
+
+    ids = [f"p{i}" for i in range(players)]
+    steps = 0
+    for config, rules in sorted(CONFIGS.items()):
+        for n in range(3):
+            rng = random.Random(f"{config}/{n}")
+            state, _ = new_game(rules, ids, seed=f"{config}/{players}/{n}")
+            msg = convert.state_message(state)
+            while state.status == "playing":
+                following, _ = apply(state, rng.choice(legal_actions(state)))
+                whole = convert.state_message(following)
+                patched = convert.fill_state(pb.GameState(), following, (state, msg))
+                assert patched.SerializeToString() == whole.SerializeToString(), (config, steps)
+                state, msg, steps = following, patched, steps + 1
+    assert steps > 1000

@@ -178,40 +178,67 @@ def state_message(state: GameState) -> pb.GameState:
     return fill_state(pb.GameState(), state)
 
 
-def fill_state(msg: pb.GameState, state: GameState) -> pb.GameState:
+def fill_state(msg: pb.GameState, state: GameState,
+               previous: tuple[GameState, pb.GameState] | None = None) -> pb.GameState:
     """Set an empty GameState message (a new one, or a response's field) from an engine
-    state. Messages are built in place: protobuf copies a message handed to a constructor."""
+    state. Messages are built in place: protobuf copies a message handed to a constructor.
+
+    ``previous`` is the state an action was applied to and the message this function
+    made of it: the message then starts as a copy of that one and only what the action
+    changed is written (the same players, mostly the same piles with a card off one end
+    and onto the other). The result is the same message either way.
+    """
     players = state.players
-    msg.rules.CopyFrom(rules_message(rules_to_dict(state.rules)))
-    add = msg.players.add
-    for p in players:
-        player = add(id=p.id, hand=card_enums(p.hand), status=_STATUS_ENUM[p.status])
+    if previous is None:
+        old = None
+        msg.rules.CopyFrom(rules_message(rules_to_dict(state.rules)))
+    else:
+        old, old_msg = previous
+        msg.CopyFrom(old_msg)
+        if state.rules is not old.rules:
+            msg.rules.CopyFrom(rules_message(rules_to_dict(state.rules)))
+    for i, p in enumerate(players):
+        if old is not None and old.players[i] is p:
+            continue
+        if old is None:
+            player = msg.players.add(id=p.id, hand=card_enums(p.hand), status=_STATUS_ENUM[p.status])
+        else:
+            player = msg.players[i]
+            player.Clear()
+            player.id = p.id
+            player.hand.extend(card_enums(p.hand))
+            player.status = _STATUS_ENUM[p.status]
         if p.tokens:
             player.tokens = p.tokens
         if p.score:
             player.score = p.score
         if p.busted:
             player.busted = True
-    msg.draw_pile.extend(card_enums(state.draw_pile))
-    msg.discard_pile.extend(card_enums(state.discard_pile))
+    _fill_pile(msg.draw_pile, state.draw_pile, None if old is None else old.draw_pile)
+    _fill_pile(msg.discard_pile, state.discard_pile, None if old is None else old.discard_pile)
     msg.total = state.total
     msg.direction = state.direction
     msg.round = state.round
     msg.status = _GAME_ENUM[state.status]
-    if state.winners:
+    if state.winners != (() if old is None else old.winners):
+        del msg.winners[:]
         msg.winners.extend([players[i].id for i in state.winners])
     msg.shuffles = state.shuffles
     msg.round_starter = players[state.round_starter].id
-    if state.owed_draws:
+    if state.owed_draws != (() if old is None else old.owed_draws):
+        del msg.owed_draws[:]
         msg.owed_draws.extend([players[i].id for i in state.owed_draws])
-    if state.swapped or state.ono99_played:
-        msg.turn.swapped = state.swapped
-        msg.turn.ono99_played = state.ono99_played
+    turn = msg.turn
+    turn.swapped = state.swapped
+    turn.ono99_played = state.ono99_played
+    turn.SetInParent()
+    if state.current is None:
+        msg.ClearField("current")
     else:
-        msg.turn.SetInParent()
-    if state.current is not None:
         msg.current = players[state.current].id
-    if state.play2 is not None:
+    if state.play2 is None:
+        msg.ClearField("play2")
+    else:
         msg.play2.player = players[state.play2.player].id
         msg.play2.cards_left = state.play2.cards_left
     if isinstance(state.seed, int):
@@ -219,6 +246,22 @@ def fill_state(msg: pb.GameState, state: GameState) -> pb.GameState:
     else:
         msg.seed_text = state.seed
     return msg
+
+
+def _fill_pile(field: Any, cards: tuple[str, ...], old: tuple[str, ...] | None) -> None:
+    """Make a repeated Card field, holding ``old`` (None: nothing yet), hold ``cards``."""
+    if old is not None:
+        if cards is old:
+            return
+        n, k = len(cards), len(old)
+        if n < k and cards == old[k - n:]:  # drawn from the top
+            del field[:k - n]
+            return
+        if n > k and cards[:k] == old:  # played onto it
+            field.extend(card_enums(cards[k:]))
+            return
+        del field[:]
+    field.extend(card_enums(cards))
 
 
 def state_doc(msg: pb.GameState) -> dict[str, Any]:

@@ -224,12 +224,6 @@ class RecentStates:
         return hit[0]
 
 
-def _signed(msg: pb.SignedState, outcome: Any) -> None:
-    convert.fill_state(msg.state, outcome.state)
-    if outcome.signature:
-        msg.signature = outcome.signature
-
-
 def _view(view: engine.ViewDoc) -> pb.View:
     return convert.view_message(msgspec.to_builtins(view))
 
@@ -248,15 +242,23 @@ class GameServicer(pb_grpc.GameServiceServicer):
 
     def _state(self, signed: pb.SignedState) -> engine.GameState:
         """The caller's state: one this process returned, else decoded and checked in full."""
+        return self._recall(signed)[0]
+
+    def _recall(self, signed: pb.SignedState) -> tuple[engine.GameState, tuple[engine.GameState, Any] | None]:
+        """The caller's state, and with it its message when this process made that message."""
         state = self.recent.recall(signed)
         if state is None:
             _DECODED.inc()
-            return self.app.trusted_state(convert.state_doc(signed.state), signed.signature or None)
+            return self.app.trusted_state(convert.state_doc(signed.state), signed.signature or None), None
         _RECALLED.inc()
-        return state
+        return state, (state, signed.state)
 
-    def _answer(self, msg: pb.SignedState, outcome: Any) -> None:
-        _signed(msg, outcome)
+    def _answer(self, msg: pb.SignedState, outcome: Any, previous: tuple[engine.GameState, Any] | None = None) -> None:
+        """Fill a response's state (from the previous state's message when there is one)
+        and remember it."""
+        convert.fill_state(msg.state, outcome.state, previous)
+        if outcome.signature:
+            msg.signature = outcome.signature
         self.recent.remember(msg, outcome.state)
 
     async def NewGame(self, request: pb.NewGameRequest, context: grpc.aio.ServicerContext) -> pb.NewGameResponse:
@@ -278,9 +280,10 @@ class GameServicer(pb_grpc.GameServiceServicer):
 
     async def Apply(self, request: pb.ApplyRequest, context: grpc.aio.ServicerContext) -> pb.ApplyResponse:
         def work() -> pb.ApplyResponse:
-            outcome = self.app.apply(self._state(request.state), convert.action_doc(request.action))
+            state, previous = self._recall(request.state)
+            outcome = self.app.apply(state, convert.action_doc(request.action))
             response = pb.ApplyResponse()
-            self._answer(response.state, outcome)
+            self._answer(response.state, outcome, previous)
             convert.add_events(response.events, outcome.events)
             return response
         return await self.calls.answer(context, work)
