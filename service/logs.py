@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextvars
+import itertools
 import json
 import logging
 import os
@@ -23,9 +24,25 @@ CONTEXT: contextvars.ContextVar[Mapping[str, Any]] = contextvars.ContextVar(
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 
 
+# New request ids: a random prefix per process and a counter, unique without a system
+# call per request (they identify requests; they guard nothing).
+_ID_PREFIX = os.urandom(8).hex()
+_ids = itertools.count(1)
+
+
+def _new_id_prefix() -> None:
+    global _ID_PREFIX
+    _ID_PREFIX = os.urandom(8).hex()  # forked workers must not share the parent's
+
+
+os.register_at_fork(after_in_child=_new_id_prefix)
+
+
 def request_id(offered: str | None) -> str:
     """The caller's request id when it is a sane token, else a new one."""
-    return offered if offered and _REQUEST_ID.fullmatch(offered) else os.urandom(16).hex()
+    if offered and _REQUEST_ID.fullmatch(offered):
+        return offered
+    return f"{_ID_PREFIX}{next(_ids):016x}"
 
 
 def bind(**fields: Any) -> None:

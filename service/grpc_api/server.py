@@ -100,11 +100,12 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
 
     def _wrap(self, method: str, handler: Any) -> Any:
         quiet = method.startswith("/grpc.")
-        needs_token = method.startswith(f"/{SESSION_SERVICE}/") and method not in self.OPEN
+        session_call = method.startswith(f"/{SESSION_SERVICE}/")
+        needs_token = session_call and method not in self.OPEN
 
         def begin(request: Any, context: grpc.aio.ServicerContext) -> float:
             fields = {"request_id": logs.request_id(_metadata(context, "x-request-id"))}
-            session_id = getattr(request, "session_id", None)
+            session_id = getattr(request, "session_id", None) if session_call else None
             if session_id:
                 fields["session_id"] = session_id
             logs.CONTEXT.set(fields)
