@@ -1,6 +1,6 @@
 """gRPC speed: the Apply call against a bare grpcio echo of a message of the same size.
 
-    python benchmarks/grpc.py [--seconds 3] [--rounds 3] [--clients 16]
+    python benchmarks/grpc.py [--seconds 2] [--rounds 5] [--clients 16]
 
 Both servers run in their own process with the same settings (grpc.aio, message
 limits, keepalive), on loopback, measured in interleaved rounds in the same run (the
@@ -133,8 +133,8 @@ def check_flow(port: int, sequence: list[bytes]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=3.0, help="length of one measuring round")
-    parser.add_argument("--rounds", type=int, default=3, help="rounds per target, interleaved; the best counts")
+    parser.add_argument("--seconds", type=float, default=2.0, help="length of one measuring round")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds per target, interleaved; the best counts")
     parser.add_argument("--clients", type=int, default=16)
     args = parser.parse_args()
     raw = apply_request().SerializeToString()
