@@ -57,3 +57,31 @@ def test_request_ids_sessions_and_versions_are_logged_and_secrets_are_not(captur
     for token in [*seats.values(), SERVICE_KEY]:
         assert token not in text
     assert "hand" not in text and "draw_pile" not in text
+
+
+def test_grpc_calls_log_the_request_id_from_metadata_and_the_session_and_no_token(captured, throwaway_redis):
+    import grpc
+
+    from service.grpc_api.gen import ono99_pb2 as pb
+    from service.grpc_api.gen import ono99_pb2_grpc as pb_grpc
+    from service.grpc_api.server import GrpcServer
+
+    server = GrpcServer(make_settings(throwaway_redis), port=0, grace=1).start()
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{server.port}") as channel:
+            sessions = pb_grpc.SessionServiceStub(channel)
+            game = pb.NewGameRequest(rules=pb.Rules(edition="2022"), players=["ann", "bob"], seed_int=3)
+            created = sessions.CreateSession(pb.CreateSessionRequest(game=game), metadata=[("x-request-id", "rpc-7")])
+            token = created.seats["ann"]
+            sessions.GetSession(pb.GetSessionRequest(session_id=created.session_id),
+                                metadata=[("authorization", f"Bearer {token}")])
+    finally:
+        server.stop()
+    text = captured.getvalue()
+    access = [e for e in map(json.loads, text.splitlines()) if e["logger"] == "ono99.access"]
+    by_method = {e["method"].rsplit("/", 1)[1]: e for e in access}
+    assert by_method["CreateSession"]["request_id"] == "rpc-7" and by_method["CreateSession"]["status"] == "OK"
+    got = by_method["GetSession"]
+    assert got["session_id"] == created.session_id and got["request_id"] not in ("", "rpc-7")
+    for secret in [*created.seats.values(), SERVICE_KEY]:
+        assert secret not in text

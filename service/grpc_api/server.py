@@ -57,8 +57,13 @@ KEEPALIVE_OPTIONS = [
 ]
 
 
-def _metadata(context: grpc.aio.ServicerContext, key: str) -> str | None:
-    for name, value in context.invocation_metadata() or ():
+# The call's metadata, as grpc hands it to the interceptor (the servicer context would
+# build it again on each request for it).
+_CALL_METADATA: contextvars.ContextVar[tuple[Any, ...]] = contextvars.ContextVar("call_metadata", default=())
+
+
+def _metadata(key: str) -> str | None:
+    for name, value in _CALL_METADATA.get():
         if name == key:
             return str(value)
     return None
@@ -66,7 +71,7 @@ def _metadata(context: grpc.aio.ServicerContext, key: str) -> str | None:
 
 async def _seat_token(context: grpc.aio.ServicerContext) -> None:
     """Hand the call's seat token to the servicer, or abort the call as unauthorized."""
-    found = bearer_token(_metadata(context, "authorization"))
+    found = bearer_token(_metadata("authorization"))
     if found is None:
         await context.abort_with_status(to_status(ServiceError(
             "unauthorized", "send metadata 'authorization: Bearer <seat token>'")))
@@ -90,6 +95,8 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         self._wrapped: dict[str, Any] = {}
 
     async def intercept_service(self, continuation: Callable[[Any], Awaitable[Any]], details: Any) -> Any:
+        # The handler runs in this call's task, and so sees this context variable.
+        _CALL_METADATA.set(details.invocation_metadata or ())
         wrapped = self._wrapped.get(details.method)
         if wrapped is None:
             handler = await continuation(details)
@@ -104,7 +111,7 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         needs_token = session_call and method not in self.OPEN
 
         def begin(request: Any, context: grpc.aio.ServicerContext) -> float:
-            fields = {"request_id": logs.request_id(_metadata(context, "x-request-id"))}
+            fields = {"request_id": logs.request_id(_metadata("x-request-id"))}
             session_id = getattr(request, "session_id", None) if session_call else None
             if session_id:
                 fields["session_id"] = session_id
