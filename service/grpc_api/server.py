@@ -57,6 +57,8 @@ KEEPALIVE_OPTIONS = [
 ]
 
 
+_STATUS_NAMES = {code: code.name for code in grpc.StatusCode}
+
 # The call's metadata, as grpc hands it to the interceptor (the servicer context would
 # build it again on each request for it).
 _CALL_METADATA: contextvars.ContextVar[tuple[Any, ...]] = contextvars.ContextVar("call_metadata", default=())
@@ -119,11 +121,10 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
             return time.perf_counter()
 
         def end(context: grpc.aio.ServicerContext, started: float, failed: bool) -> None:
-            code = context.code()
-            status = (code or (grpc.StatusCode.UNKNOWN if failed else grpc.StatusCode.OK)).name
             seconds = time.perf_counter() - started
+            status = _STATUS_NAMES[context.code() or (grpc.StatusCode.UNKNOWN if failed else grpc.StatusCode.OK)]
             metrics.observe("grpc", method, status, seconds)
-            if not quiet:
+            if not quiet and access.isEnabledFor(logging.INFO):
                 access.info("call", extra={"method": method, "status": status, "duration_ms": round(seconds * 1000, 2)})
 
         if handler.unary_unary:
