@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import hmac
 import logging
 import signal
@@ -178,15 +179,34 @@ class Calls:
                 run = contextvars.copy_context().run
                 return await asyncio.get_running_loop().run_in_executor(self.pool, run, work)
             return work()
-        except ServiceError as error:
-            await context.abort_with_status(to_status(error))
-        except (engine.InvalidInputError, engine.IllegalActionError) as error:
-            await context.abort_with_status(to_status(from_engine(error)))
-        except Exception:
-            log.exception("unexpected error")
-            await context.abort_with_status(to_status(ServiceError("internal_error",
-                                                                   "the service failed; the error was logged")))
+        except Exception as error:
+            await _abort(context, error)
         raise AssertionError("abort_with_status returns only by raising")
+
+
+async def _abort(context: grpc.aio.ServicerContext, error: Exception) -> None:
+    """End the call with the status of ``error`` (raises, as abort_with_status does)."""
+    if isinstance(error, (engine.InvalidInputError, engine.IllegalActionError)):
+        error = from_engine(error)
+    if not isinstance(error, ServiceError):
+        log.error("unexpected error", exc_info=error)
+        error = ServiceError("internal_error", "the service failed; the error was logged")
+    await context.abort_with_status(to_status(error))
+
+
+def _on_the_loop(work: Callable[[Any, Any], T]) -> Callable[[Any, Any, grpc.aio.ServicerContext], Awaitable[T]]:
+    """A servicer method from a short, CPU-bound ``work(self, request)``: it runs on the
+    event loop, and its errors become statuses (one coroutine per call, no more)."""
+
+    @functools.wraps(work)
+    async def method(self: Any, request: Any, context: grpc.aio.ServicerContext) -> T:
+        try:
+            return work(self, request)
+        except Exception as error:
+            await _abort(context, error)
+        raise AssertionError("abort_with_status returns only by raising")
+
+    return method
 
 
 def _seed(msg: Any) -> Any:
@@ -244,9 +264,8 @@ def _events(events: list[dict[str, Any]]) -> list[pb.Event]:
 class GameServicer(pb_grpc.GameServiceServicer):
     """Stateless engine calls, on the event loop."""
 
-    def __init__(self, app: Application, calls: Calls, recent: RecentStates | None = None) -> None:
+    def __init__(self, app: Application, recent: RecentStates | None = None) -> None:
         self.app = app
-        self.calls = calls
         self.recent = recent or RecentStates(0)
 
     def _state(self, signed: pb.SignedState) -> engine.GameState:
@@ -270,38 +289,33 @@ class GameServicer(pb_grpc.GameServiceServicer):
             msg.signature = outcome.signature
         self.recent.remember(msg, outcome.state)
 
-    async def NewGame(self, request: pb.NewGameRequest, context: grpc.aio.ServicerContext) -> pb.NewGameResponse:
-        def work() -> pb.NewGameResponse:
-            outcome = self.app.new_game(convert.rules_doc(request.rules), list(request.players), seed=_seed(request),
-                                        deck=convert.cards(request.deck, "deck") if request.deck else None)
-            response = pb.NewGameResponse()
-            self._answer(response.state, outcome)
-            convert.add_events(response.events, outcome.events)
-            return response
-        return await self.calls.answer(context, work)
+    @_on_the_loop
+    def NewGame(self, request: pb.NewGameRequest) -> pb.NewGameResponse:
+        outcome = self.app.new_game(convert.rules_doc(request.rules), list(request.players), seed=_seed(request),
+                                    deck=convert.cards(request.deck, "deck") if request.deck else None)
+        response = pb.NewGameResponse()
+        self._answer(response.state, outcome)
+        convert.add_events(response.events, outcome.events)
+        return response
 
-    async def LegalActions(self, request: pb.LegalActionsRequest,
-                     context: grpc.aio.ServicerContext) -> pb.LegalActionsResponse:
-        def work() -> pb.LegalActionsResponse:
-            state = self._state(request.state)
-            return pb.LegalActionsResponse(actions=[convert.action_message(a) for a in self.app.legal_actions(state)])
-        return await self.calls.answer(context, work)
+    @_on_the_loop
+    def LegalActions(self, request: pb.LegalActionsRequest) -> pb.LegalActionsResponse:
+        state = self._state(request.state)
+        return pb.LegalActionsResponse(actions=[convert.action_message(a) for a in self.app.legal_actions(state)])
 
-    async def Apply(self, request: pb.ApplyRequest, context: grpc.aio.ServicerContext) -> pb.ApplyResponse:
-        def work() -> pb.ApplyResponse:
-            state, previous = self._recall(request.state)
-            outcome = self.app.apply(state, convert.action_doc(request.action))
-            response = pb.ApplyResponse()
-            self._answer(response.state, outcome, previous)
-            convert.add_events(response.events, outcome.events)
-            return response
-        return await self.calls.answer(context, work)
+    @_on_the_loop
+    def Apply(self, request: pb.ApplyRequest) -> pb.ApplyResponse:
+        state, previous = self._recall(request.state)
+        outcome = self.app.apply(state, convert.action_doc(request.action))
+        response = pb.ApplyResponse()
+        self._answer(response.state, outcome, previous)
+        convert.add_events(response.events, outcome.events)
+        return response
 
-    async def View(self, request: pb.ViewRequest, context: grpc.aio.ServicerContext) -> pb.ViewResponse:
-        def work() -> pb.ViewResponse:
-            player = request.player if request.HasField("player") else None
-            return pb.ViewResponse(view=_view(self.app.view(self._state(request.state), player)))
-        return await self.calls.answer(context, work)
+    @_on_the_loop
+    def View(self, request: pb.ViewRequest) -> pb.ViewResponse:
+        player = request.player if request.HasField("player") else None
+        return pb.ViewResponse(view=_view(self.app.view(self._state(request.state), player)))
 
 
 class SessionServicer(pb_grpc.SessionServiceServicer):
@@ -400,7 +414,7 @@ class GrpcServer:
             options=[("grpc.max_receive_message_length", limit), ("grpc.max_send_message_length", 4 * limit),
                      *KEEPALIVE_OPTIONS])
         pb_grpc.add_GameServiceServicer_to_server(
-            GameServicer(self.app, self.calls, RecentStates(self.settings.grpc_state_cache)), server)  # type: ignore[no-untyped-call]
+            GameServicer(self.app, RecentStates(self.settings.grpc_state_cache)), server)  # type: ignore[no-untyped-call]
         pb_grpc.add_SessionServiceServicer_to_server(SessionServicer(self.app, self.calls), server)  # type: ignore[no-untyped-call]
         checks = health.aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(checks, server)
