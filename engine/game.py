@@ -260,7 +260,7 @@ def _play(t: Table, seat: int, card: str, bust: bool) -> None:
     i = hand.index(card)
     hand = hand[:i] + hand[i + 1:]
     t.discard_pile += (card,)
-    total = t.total = new_total(rules, t.total, card) if card == "-10" else t.total + TOTAL_DELTA[card]
+    total = t.total = new_total(rules, t.total, card)
     events = t.events
     events.append({"type": "played", "player": pid, "card": card, "total": total})
     if t.owed_draws:
@@ -278,17 +278,12 @@ def _play(t: Table, seat: int, card: str, bust: bool) -> None:
         deflect = first_of_two and card in rules.play2_deflectors  # R-P2-2, R-P2-3
         if card == "ono99":
             t.ono99_played = True  # R-99-3
-    if rules.draw == "auto":  # R-TURN-3
-        pile = t.draw_pile
-        if pile:
-            drawn: str | None = pile[0]
-            t.draw_pile = pile[1:]
-        else:
-            drawn = take_top(t)  # R-TURN-4: reshuffle, or nothing left to draw
+    drawn = None
+    if rules.draw == "auto":
+        drawn = take_top(t)  # R-TURN-3
         if drawn is not None:
             hand += (drawn,)
     else:
-        drawn = None
         t.owed_draws = (seat,)  # R-DRAW-1
     if bust:
         t.players[seat] = Player(pid, hand, OUT_OF_ROUND, p.tokens, p.score, True)
