@@ -27,7 +27,7 @@ ACTIONS = Counter("ono99_actions_total", "Actions applied or rejected",
                   ["mode", "outcome", "reason"])  # mode: stateless|session; reason: engine reason or ""
 GAMES_FINISHED = Counter("ono99_games_finished_total", "Games that reached game over", ["edition"])
 REDIS_ERRORS = Counter("ono99_redis_errors_total", "Session store calls that failed", ["operation"])
-STATES_RECALLED = Counter("ono99_grpc_states_total",
+GRPC_STATES = Counter("ono99_grpc_states_total",
                           "States sent to stateless gRPC calls: recognized as returned here, or decoded",
                           ["source"])  # source: recalled|decoded
 

@@ -34,20 +34,12 @@ def card(value: int, path: str) -> str:
     return code
 
 
-def _try_cards(values: Any) -> list[str] | None:
-    """Card codes of a repeated Card field in one pass; None if one is unset or unknown."""
-    try:
-        return list(map(_code_of, values))
-    except KeyError:
-        return None
-
-
 def cards(values: Any, path: str) -> list[str]:
     """Card codes of a repeated Card field; InvalidInputError names the first bad one."""
-    codes = _try_cards(values)
-    if codes is None:
-        codes = [card(v, f"{path}[{k}]") for k, v in enumerate(values)]
-    return codes
+    try:
+        return list(map(_code_of, values))  # one pass over the protobuf container
+    except KeyError:
+        return [card(v, f"{path}[{k}]") for k, v in enumerate(values)]
 
 
 def card_enums(codes: Any) -> list[Any]:
@@ -268,9 +260,7 @@ def state_doc(msg: pb.GameState) -> dict[str, Any]:
     """A state document from a GameState message (the engine validates it next)."""
     players = []
     for k, p in enumerate(msg.players):
-        hand = _try_cards(p.hand)
-        if hand is None:
-            hand = cards(p.hand, f"state.players[{k}].hand")
+        hand = cards(p.hand, f"state.players[{k}].hand")
         status = _STATUS_OF.get(p.status)
         if status is None:
             raise InvalidInputError("must be set", f"state.players[{k}].status")

@@ -167,18 +167,16 @@ T = TypeVar("T")
 
 
 class Calls:
-    """Runs a servicer's work and turns service and engine errors into gRPC statuses;
-    ``blocking`` work (Redis) goes to the thread pool, with the call's context vars."""
+    """Runs a session call's blocking work (Redis) on the thread pool, with the call's
+    context vars, and turns service and engine errors into gRPC statuses."""
 
     def __init__(self, threads: int) -> None:
         self.pool = futures.ThreadPoolExecutor(max_workers=threads, thread_name_prefix="ono99-grpc")
 
-    async def answer(self, context: grpc.aio.ServicerContext, work: Callable[[], T], blocking: bool = False) -> T:
+    async def answer(self, context: grpc.aio.ServicerContext, work: Callable[[], T]) -> T:
         try:
-            if blocking:
-                run = contextvars.copy_context().run
-                return await asyncio.get_running_loop().run_in_executor(self.pool, run, work)
-            return work()
+            run = contextvars.copy_context().run
+            return await asyncio.get_running_loop().run_in_executor(self.pool, run, work)
         except Exception as error:
             await _abort(context, error)
         raise AssertionError("abort_with_status returns only by raising")
@@ -214,8 +212,8 @@ def _seed(msg: Any) -> Any:
     return getattr(msg, kind) if kind else None
 
 
-_RECALLED = metrics.STATES_RECALLED.labels("recalled")
-_DECODED = metrics.STATES_RECALLED.labels("decoded")
+_RECALLED = metrics.GRPC_STATES.labels("recalled")
+_DECODED = metrics.GRPC_STATES.labels("decoded")
 
 
 class RecentStates:
@@ -255,10 +253,6 @@ class RecentStates:
 
 def _view(view: engine.ViewDoc) -> pb.View:
     return convert.view_message(msgspec.to_builtins(view))
-
-
-def _events(events: list[dict[str, Any]]) -> list[pb.Event]:
-    return [convert.event_message(e) for e in events]
 
 
 class GameServicer(pb_grpc.GameServiceServicer):
@@ -332,10 +326,11 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
             session_id, seats, state, events = self.app.create_session(
                 convert.rules_doc(game.rules), list(game.players), seed=_seed(game),
                 deck=convert.cards(game.deck, "deck") if game.deck else None, ttl=request.ttl_seconds or None)
-            return pb.CreateSessionResponse(session_id=session_id, version=1, seats=seats,
-                                            view=_view(engine.view_doc(state, None)),
-                                            events=_events(engine.redact_events(events, None)))
-        return await self.calls.answer(context, work, blocking=True)
+            response = pb.CreateSessionResponse(session_id=session_id, version=1, seats=seats,
+                                                view=_view(engine.view_doc(state, None)))
+            convert.add_events(response.events, engine.redact_events(events, None))
+            return response
+        return await self.calls.answer(context, work)
 
     async def GetSession(self, request: pb.GetSessionRequest,
                    context: grpc.aio.ServicerContext) -> pb.GetSessionResponse:
@@ -346,23 +341,26 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
             if viewer is None:
                 convert.fill_state(response.state, state)
             return response
-        return await self.calls.answer(context, work, blocking=True)
+        return await self.calls.answer(context, work)
 
     async def Act(self, request: pb.ActRequest, context: grpc.aio.ServicerContext) -> pb.ActResponse:
         def work() -> pb.ActResponse:
             expected = request.expected_version if request.HasField("expected_version") else None
             result = self.app.act(request.session_id, SEAT_TOKEN.get(), convert.action_doc(request.action),
                                   expected, request.idempotency_key or None)
-            return pb.ActResponse(version=result.version, events=_events(result.events), view=_view(result.view),
-                                  replayed=result.replayed)
-        return await self.calls.answer(context, work, blocking=True)
+            response = pb.ActResponse(version=result.version, view=_view(result.view), replayed=result.replayed)
+            convert.add_events(response.events, result.events)
+            return response
+        return await self.calls.answer(context, work)
 
     async def ListEvents(self, request: pb.ListEventsRequest,
                    context: grpc.aio.ServicerContext) -> pb.ListEventsResponse:
         def work() -> pb.ListEventsResponse:
             events = self.app.session_events(request.session_id, SEAT_TOKEN.get(), request.after_version)
-            return pb.ListEventsResponse(events=_events(events))
-        return await self.calls.answer(context, work, blocking=True)
+            response = pb.ListEventsResponse()
+            convert.add_events(response.events, events)
+            return response
+        return await self.calls.answer(context, work)
 
     async def WatchEvents(self, request: pb.WatchEventsRequest,
                           context: grpc.aio.ServicerContext) -> AsyncIterator[pb.Event]:
@@ -371,7 +369,7 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
         stream = self.app.watch_events(request.session_id, SEAT_TOKEN.get(), request.after_version, open_.is_set)
         try:
             while True:
-                event = await self.calls.answer(context, lambda: next(stream, None), blocking=True)
+                event = await self.calls.answer(context, lambda: next(stream, None))
                 if event is None:
                     return
                 yield convert.event_message(event)
@@ -383,7 +381,7 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
         def work() -> pb.DeleteSessionResponse:
             self.app.delete_session(request.session_id, SEAT_TOKEN.get())
             return pb.DeleteSessionResponse()
-        return await self.calls.answer(context, work, blocking=True)
+        return await self.calls.answer(context, work)
 
 
 class GrpcServer:
