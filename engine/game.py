@@ -286,9 +286,9 @@ def _play(t: Table, seat: int, card: str, bust: bool) -> None:
     else:
         t.owed_draws = (seat,)  # R-DRAW-1
     if bust:
-        t.players[seat] = Player(pid, hand, OUT_OF_ROUND, p.tokens, p.score, True)
+        t.players[seat] = structs.replace(p, hand=hand, status=OUT_OF_ROUND, busted=True)
     else:
-        t.players[seat] = Player(pid, hand, p.status, p.tokens, p.score, p.busted)
+        t.players[seat] = structs.replace(p, hand=hand)
     if drawn is not None:
         events.append({"type": "drew", "player": pid, "card": drawn})
     if bust:

@@ -24,10 +24,10 @@ def shuffled(cards: Iterable[str], seed: Seed, number: int) -> tuple[str, ...]:
     seeds Python's Mersenne Twister through SHA-512, the same on every platform.
     """
     cards = tuple(cards)
-    draw = random.Random(f"{seed!r}/{number}").random
-    keys = [draw() for _ in cards]
     if len(cards) < 2:
         return cards
+    draw = random.Random(f"{seed!r}/{number}").random
+    keys = [draw() for _ in cards]
     return itemgetter(*sorted(range(len(cards)), key=keys.__getitem__))(cards)  # type: ignore[no-any-return]
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from msgspec import structs
+
 from .rules import Rules
 from .shuffle import shuffled
 from .state import ACTIVE, OVER, GameState, Play2, Player, Seed
@@ -127,7 +129,7 @@ def draw_card(t: Table, seat: int) -> None:
     card = take_top(t)
     if card is not None:
         p = t.players[seat]
-        t.players[seat] = Player(p.id, p.hand + (card,), p.status, p.tokens, p.score, p.busted)
+        t.players[seat] = structs.replace(p, hand=p.hand + (card,))
         t.events.append({"type": "drew", "player": p.id, "card": card})
 
 
