@@ -167,11 +167,12 @@ def start_grpc(redis_url: str | None, **env: str) -> RunningServer:
     import grpc
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-    port = free_port()
-    server = RunningServer(["grpc", "--grpc-port", str(port), "--metrics-port", str(free_port())],
+    port, metrics_port = free_port(), free_port()
+    server = RunningServer(["grpc", "--grpc-port", str(port), "--metrics-port", str(metrics_port)],
                            {"REDIS_URL": redis_url or "", "ONO99_STATE_SECRET": SECRET,
                             "ONO99_SERVICE_KEY": SERVICE_KEY, "ONO99_LOG_LEVEL": "warning", **env}, port)
     server.url = f"127.0.0.1:{port}"
+    server.metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"
     deadline = time.monotonic() + 30
     with grpc.insecure_channel(server.url) as channel:
         stub = health_pb2_grpc.HealthStub(channel)
