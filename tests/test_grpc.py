@@ -263,6 +263,39 @@ def test_health_flips_with_redis(tmp_path):
         redis_server.stop()
 
 
+def test_every_service_is_served_by_generic_handlers_with_no_registered_methods(monkeypatch):
+    """grpc.aio runs asyncio.wait over one pending call per registered method on every
+    call it accepts (grpc/grpc#43461): the server registers none, and still serves each
+    service."""
+    from grpc.aio import _server
+
+    from service.config import Settings
+    from service.grpc_api.server import GrpcServer
+
+    registered: list[str] = []
+    real = _server.Server.add_registered_method_handlers
+    monkeypatch.setattr(_server.Server, "add_registered_method_handlers",
+                        lambda self, service, handlers: registered.append(service) or real(self, service, handlers))
+    server = GrpcServer(Settings(sessions=False), port=0, grace=1).start()
+    channel = grpc.insecure_channel(f"127.0.0.1:{server.port}")
+    try:
+        game = pb_grpc.GameServiceStub(channel).NewGame(
+            pb.NewGameRequest(rules=pb.Rules(edition="2022"), players=["ann", "bob"], seed_int=1), timeout=5)
+        assert len(game.state.state.players) == 2
+        health = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service=""), timeout=5)
+        assert health.status == health_pb2.HealthCheckResponse.SERVING
+        answers = reflection_pb2_grpc.ServerReflectionStub(channel).ServerReflectionInfo(
+            iter([reflection_pb2.ServerReflectionRequest(list_services="")]), timeout=5)
+        assert "ono99.v1.GameService" in {s.name for a in answers for s in a.list_services_response.service}
+        with pytest.raises(grpc.RpcError) as failed:  # served, and refused for want of a seat token
+            pb_grpc.SessionServiceStub(channel).GetSession(pb.GetSessionRequest(session_id="x"), timeout=5)
+        assert failed.value.code() == grpc.StatusCode.UNAUTHENTICATED
+    finally:
+        channel.close()
+        server.stop()
+    assert registered == []
+
+
 def test_committed_stubs_match_the_proto_files(tmp_path):
     from service.grpc_api.stubs import GEN, generate
 

@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 import grpc
 import msgspec
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
+from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 from prometheus_client import start_http_server
 
 import engine
@@ -384,6 +384,27 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
         return await self.calls.answer(context, work)
 
 
+class GenericHandlersOnly:
+    """A grpc.aio server as the ``add_*_to_server`` functions see it: each service is
+    added as a generic handler only.
+
+    Those functions also register every method with ``add_registered_method_handlers``.
+    grpc.aio then keeps one pending call per registered method and runs asyncio.wait
+    over all of them for every call it accepts, so each registered method (14 here,
+    health and reflection included) costs every call (grpc/grpc#43461). The generic
+    handlers serve the same methods; CallInterceptor looks each one up once.
+    """
+
+    def __init__(self, server: grpc.aio.Server) -> None:
+        self.server = server
+
+    def add_generic_rpc_handlers(self, handlers: Any) -> None:
+        self.server.add_generic_rpc_handlers(handlers)
+
+    def add_registered_method_handlers(self, service: str, handlers: Any) -> None:
+        """Left out: the generic handler added with them serves these methods."""
+
+
 class GrpcServer:
     """The gRPC server for ``settings``: ``serve()`` runs it on the current event loop until
     ``shutdown()``; ``start()``/``stop()`` run it on a thread of its own (tests, embedding)."""
@@ -411,13 +432,14 @@ class GrpcServer:
             interceptors=[CallInterceptor()],
             options=[("grpc.max_receive_message_length", limit), ("grpc.max_send_message_length", 4 * limit),
                      *KEEPALIVE_OPTIONS])
+        services = GenericHandlersOnly(server)
         pb_grpc.add_GameServiceServicer_to_server(
-            GameServicer(self.app, RecentStates(self.settings.grpc_state_cache)), server)  # type: ignore[no-untyped-call]
-        pb_grpc.add_SessionServiceServicer_to_server(SessionServicer(self.app, self.calls), server)  # type: ignore[no-untyped-call]
+            GameServicer(self.app, RecentStates(self.settings.grpc_state_cache)), services)  # type: ignore[no-untyped-call]
+        pb_grpc.add_SessionServiceServicer_to_server(SessionServicer(self.app, self.calls), services)  # type: ignore[no-untyped-call]
         checks = health.aio.HealthServicer()
-        health_pb2_grpc.add_HealthServicer_to_server(checks, server)
-        reflection.enable_server_reflection(
-            (GAME_SERVICE, SESSION_SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
+        health_pb2_grpc.add_HealthServicer_to_server(checks, services)
+        reflection_pb2_grpc.add_ServerReflectionServicer_to_server(reflection.aio.ReflectionServicer(
+            (GAME_SERVICE, SESSION_SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME)), services)
         self.port = server.add_insecure_port(f"{self.settings.host}:{self.requested_port}")
         for service in ("", GAME_SERVICE):
             await checks.set(service, health_pb2.HealthCheckResponse.SERVING)
