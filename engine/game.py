@@ -473,10 +473,32 @@ class ActionDoc(msgspec.Struct, forbid_unknown_fields=True):
                   "-10", "reverse", "play2", "ono99", "hold"] | None = None
 
 
+_PARSED: dict[tuple[tuple[Any, Any], ...], Action] = {}
+
+
 def parse_action(doc: Any) -> Action:
-    """An Action from its JSON object; raises InvalidInputError when malformed."""
+    """An Action from its JSON object; raises InvalidInputError when malformed.
+
+    A game sends few distinct action objects: one checked once is found again by its
+    items (only well-formed objects are kept, and their values are strings or None, so
+    no other object equals one of them).
+    """
     if type(doc) is Action:
         return doc
+    if type(doc) is dict:
+        try:
+            return _PARSED[tuple(doc.items())]
+        except (KeyError, TypeError):  # new, or holds an unhashable value
+            pass
+    action = _parse_action(doc)
+    if type(doc) is dict:
+        if len(_PARSED) > 10_000:
+            _PARSED.clear()
+        _PARSED[tuple(doc.items())] = action
+    return action
+
+
+def _parse_action(doc: Any) -> Action:
     try:
         parsed = msgspec.convert(doc, ActionDoc)
     except msgspec.ValidationError as exc:

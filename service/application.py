@@ -12,7 +12,6 @@ import logging
 import secrets
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Any
 
 import msgspec
@@ -42,22 +41,28 @@ def _engine(call: Any, *args: Any, **kwargs: Any) -> Any:
 
 class Outcome:
     """A state handed back to a stateless caller, with its events; its canonical bytes and
-    signature are made when a transport asks for them."""
+    signature are made when a transport first asks for them."""
 
     def __init__(self, state: GameState, events: list[Event], signer: StateSigner) -> None:
         self.state = state
         self.events = events
         self._signer = signer
+        self._json: bytes | None = None
+        self._signature: str | None = None
 
-    @cached_property
+    @property
     def state_json(self) -> bytes:
         """The state's canonical JSON encoding."""
-        return engine.dumps_state(self.state)
+        if self._json is None:
+            self._json = engine.dumps_state(self.state)
+        return self._json
 
-    @cached_property
+    @property
     def signature(self) -> str | None:
         """The state's signature, None when the service runs unsigned."""
-        return self._signer.sign(self.state_json) if self._signer.enabled else None
+        if self._signature is None and self._signer.enabled:
+            self._signature = self._signer.sign(self.state_json)
+        return self._signature
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,11 @@ from __future__ import annotations
 import copy
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from engine import InvalidInputError, decode_state, dumps_state, encode_state, loads_state, new_game
+from engine import InvalidInputError, decode_state, dumps_state, encode_state, loads_state, new_game, parse_action
+from engine.game import _parse_action
 from tests.conftest import puzzle
 
 
@@ -104,3 +107,45 @@ def test_optional_fields_take_their_documented_defaults():
         del p["tokens"], p["score"], p["busted"]
     state = decode_state(copy.deepcopy(d))
     assert state.round == 1 and state.seed == 0 and state.round_starter == 0 and state.owed_draws == ()
+
+
+ACTION_VALUES = st.one_of(st.sampled_from(["ann", "bob", "play", "draw", "swap_ono99", "5", "-10", "hold", "a b"]),
+                          st.none(), st.integers(-1, 5), st.booleans(), st.lists(st.integers(), max_size=1))
+WELL_FORMED = st.sampled_from([{"player": "ann", "type": "draw"}, {"player": "ann", "type": "play", "card": "5"},
+                               {"player": "bob", "type": "swap_ono99", "card": None},
+                               {"type": "play", "card": "hold", "player": "bob"}])
+
+
+@st.composite
+def action_docs(draw):
+    """Well-formed action objects, the same with one key renamed, one value replaced,
+    one key dropped or one added, and arbitrary ones."""
+    doc = dict(draw(WELL_FORMED))
+    change = draw(st.sampled_from(["none", "rename", "replace", "drop", "add", "arbitrary"]))
+    key = draw(st.sampled_from(sorted(doc)))
+    if change == "rename":
+        doc = {("extra" if k == key else k): v for k, v in doc.items()}
+    elif change == "replace":
+        doc[key] = draw(ACTION_VALUES)
+    elif change == "drop":
+        del doc[key]
+    elif change == "add":
+        doc["extra"] = draw(ACTION_VALUES)
+    elif change == "arbitrary":
+        doc = draw(st.dictionaries(st.sampled_from(["player", "type", "card", "extra"]), ACTION_VALUES))
+    return doc
+
+
+def parsed(parse, doc):
+    try:
+        return parse(doc)
+    except InvalidInputError as exc:
+        return ("refused", exc.path, str(exc))
+
+
+@given(st.lists(action_docs(), max_size=10))
+def test_action_objects_parse_the_same_however_often_they_come(docs):
+    """Well-formed action objects are remembered: one seen before is found again, and
+    only a well-formed one is (a malformed one is refused every time it comes)."""
+    for doc in docs + docs:
+        assert parsed(parse_action, doc) == parsed(_parse_action, doc)

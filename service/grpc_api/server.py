@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
-import hmac
 import logging
 import signal
 import threading
@@ -217,38 +216,32 @@ _DECODED = metrics.GRPC_STATES.labels("decoded")
 
 
 class RecentStates:
-    """The states this process returned lately (NewGame, Apply), by the bytes of their
-    GameState message, with the signature they went out with.
+    """The states this process returned lately (NewGame, Apply), by the bytes of the
+    SignedState message they went out in: the state and, when states are signed, its
+    signature.
 
-    A stateless client sends back the state it was given: recognized by its exact bytes
-    (and, when states are signed, its signature), it is the state the engine made and
-    checked, so it is not decoded and validated again. Entries come only from the
-    server's own answers, so a caller cannot put a state in; any other state takes the
-    full path. Oldest first out; used from the event loop's thread only.
+    A stateless client sends back the state it was given: recognized by those exact
+    bytes, it is the state the engine made and checked, so it is not decoded and
+    validated again. Entries come only from the server's own answers, so a caller cannot
+    put a state in; any other state, or another signature, takes the full path. Oldest
+    first out; used from the event loop's thread only.
     """
 
     def __init__(self, size: int) -> None:
         self.size = max(0, size)
-        self._states: OrderedDict[bytes, tuple[engine.GameState, str]] = OrderedDict()
+        self._states: OrderedDict[bytes, engine.GameState] = OrderedDict()
 
     def remember(self, msg: pb.SignedState, state: engine.GameState) -> None:
         """Note that ``msg`` (a filled response field) carries ``state``."""
         if self.size:
             states = self._states
-            key = msg.state.SerializeToString()
-            states[key] = (state, msg.signature)
-            states.move_to_end(key)
+            states[msg.SerializeToString()] = state
             if len(states) > self.size:
                 states.popitem(last=False)
 
     def recall(self, signed: pb.SignedState) -> engine.GameState | None:
-        """The state a caller sent, if this process returned it with this signature."""
-        if not self.size:
-            return None
-        hit = self._states.get(signed.state.SerializeToString())
-        if hit is None or not hmac.compare_digest(hit[1].encode(), signed.signature.encode()):
-            return None
-        return hit[0]
+        """The state a caller sent, if this process returned it, with this signature."""
+        return self._states.get(signed.SerializeToString()) if self.size else None
 
 
 def _view(view: engine.ViewDoc) -> pb.View:
@@ -279,8 +272,9 @@ class GameServicer(pb_grpc.GameServiceServicer):
         """Fill a response's state (from the previous state's message when there is one)
         and remember it."""
         convert.fill_state(msg.state, outcome.state, previous)
-        if outcome.signature:
-            msg.signature = outcome.signature
+        signature = outcome.signature
+        if signature:
+            msg.signature = signature
         self.recent.remember(msg, outcome.state)
 
     @_on_the_loop
