@@ -352,3 +352,28 @@ def test_a_state_message_written_from_the_previous_one_equals_one_written_whole(
                 assert patched.SerializeToString() == whole.SerializeToString(), (config, steps)
                 state, msg, steps = following, patched, steps + 1
     assert steps > 1000
+
+
+def test_event_messages_are_what_protobuf_makes_of_the_event_objects():
+    """Every kind of event (plays, draws, eliminations, round ends with points, scores
+    and winners) becomes the Event message protobuf's own JSON mapping gives."""
+    from google.protobuf import json_format
+
+    from engine import apply, new_game
+    from tests.test_random_play import CONFIGS
+
+    kinds = set()
+    for config, rules in sorted(CONFIGS.items()):
+        rng = random.Random(config)
+        state, events = new_game(rules, ["p0", "p1", "p2"], seed=config)
+        while state.status == "playing":
+            state, more = apply(state, rng.choice(legal_actions(state)))
+            events += more
+        built = pb.ApplyResponse()
+        convert.add_events(built.events, events)
+        for event, added in zip(events, built.events, strict=True):
+            card = {"card": pb.Card.Name(convert.card_enums([event["card"]])[0])} if "card" in event else {}
+            expected = json_format.ParseDict({**event, **card}, pb.Event())
+            assert convert.event_message(event) == expected == added, event
+            kinds.add(event["type"])
+    assert {"played", "drew", "eliminated", "round_over", "game_over"} <= kinds, kinds

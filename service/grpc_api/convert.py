@@ -137,30 +137,22 @@ def action_message(action: Any) -> pb.Action:
                      card=_ENUM_OF[action.card] if action.card else pb.CARD_UNSPECIFIED)
 
 
+def _event_fields(event: dict[str, Any]) -> dict[str, Any]:
+    """An event object as Event message fields: the same keys, its card as the enum."""
+    card = event.get("card")
+    return event if card is None else {**event, "card": _ENUM_OF[card]}
+
+
 def event_message(event: dict[str, Any]) -> pb.Event:
     """An Event message from an event object."""
-    return fill_event(pb.Event(), event)
-
-
-def fill_event(msg: pb.Event, event: dict[str, Any]) -> pb.Event:
-    """Set ``msg`` (a new Event, or one just added to a repeated field) from an event object."""
-    for key, value in event.items():
-        if key == "card":
-            msg.card = _ENUM_OF[value]
-        elif key in ("points", "scores"):
-            getattr(msg, key).update(value)
-        elif key == "winners":
-            msg.winners.extend(value)
-        else:
-            setattr(msg, key, value)
-    return msg
+    return pb.Event(**_event_fields(event))
 
 
 def add_events(field: Any, events: list[dict[str, Any]]) -> None:
-    """Append events to a repeated Event field, built in place."""
+    """Append events to a repeated Event field, each built in place."""
     add = field.add
     for event in events:
-        fill_event(add(), event)
+        add(**_event_fields(event))
 
 
 # --- states and views ------------------------------------------------------------------------
