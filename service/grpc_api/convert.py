@@ -232,6 +232,18 @@ def fill_state(msg: pb.GameState, state: GameState,
     return msg
 
 
+def adopt(msg: pb.GameState, state: GameState) -> pb.GameState:
+    """Make ``msg``, a caller's GameState message that decoded to ``state``, fit to be
+    fill_state's previous message: its rules written in full (a caller may leave a
+    preset's values unset) and unknown fields dropped. Every other field either holds
+    the values fill_state would write, which protobuf encodes the same way however they
+    arrived, or is one fill_state writes whatever it held (seed, turn, current, play2,
+    round starter and the scalars)."""
+    msg.DiscardUnknownFields()
+    msg.rules.CopyFrom(rules_message(rules_to_dict(state.rules)))
+    return msg
+
+
 def _fill_pile(field: Any, cards: tuple[str, ...], old: tuple[str, ...] | None) -> None:
     """Make a repeated Card field, holding ``old`` (None: nothing yet), hold ``cards``."""
     if old is not None:

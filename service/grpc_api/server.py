@@ -259,17 +259,18 @@ class GameServicer(pb_grpc.GameServiceServicer):
         """The caller's state: one this process returned, else decoded and checked in full."""
         return self._recall(signed)[0]
 
-    def _recall(self, signed: pb.SignedState) -> tuple[engine.GameState, tuple[engine.GameState, Any] | None]:
-        """The caller's state, and with it its message when this process made that message."""
+    def _recall(self, signed: pb.SignedState) -> tuple[engine.GameState, bool]:
+        """The caller's state, and whether this process returned it (its message is then
+        the one fill_state wrote)."""
         state = self.recent.recall(signed)
         if state is None:
             _DECODED.inc()
-            return self.app.trusted_state(convert.state_doc(signed.state), signed.signature or None), None
+            return self.app.trusted_state(convert.state_doc(signed.state), signed.signature or None), False
         _RECALLED.inc()
-        return state, (state, signed.state)
+        return state, True
 
     def _answer(self, msg: pb.SignedState, outcome: Any, previous: tuple[engine.GameState, Any] | None = None) -> None:
-        """Fill a response's state (from the previous state's message when there is one)
+        """Fill a response's state (from the previous state and its message when given)
         and remember it."""
         convert.fill_state(msg.state, outcome.state, previous)
         signature = outcome.signature
@@ -293,10 +294,11 @@ class GameServicer(pb_grpc.GameServiceServicer):
 
     @_on_the_loop
     def Apply(self, request: pb.ApplyRequest) -> pb.ApplyResponse:
-        state, previous = self._recall(request.state)
+        state, recalled = self._recall(request.state)
         outcome = self.app.apply(state, convert.action_doc(request.action))
+        sent = request.state.state
         response = pb.ApplyResponse()
-        self._answer(response.state, outcome, previous)
+        self._answer(response.state, outcome, (state, sent if recalled else convert.adopt(sent, state)))
         convert.add_events(response.events, outcome.events)
         return response
 
