@@ -168,9 +168,10 @@ def fill_state(msg: pb.GameState, state: GameState,
     state. Messages are built in place: protobuf copies a message handed to a constructor.
 
     ``previous`` is the state an action was applied to and the message this function
-    made of it: the message then starts as a copy of that one and only what the action
-    changed is written (the same players, mostly the same piles with a card off one end
-    and onto the other). The result is the same message either way.
+    made of it (or a caller's message for it, made fit by :func:`adopt`): the message
+    then starts as a copy of that one and only what the action changed is written (the
+    same players, mostly the same piles with a card off one end and onto the other).
+    The result is the same message either way.
     """
     players = state.players
     if previous is None:
