@@ -125,8 +125,9 @@ class Application:
         return self.store
 
     def create_session(self, rules: Any, players: Any, seed: Any = None, deck: Any = None,
-                       ttl: int | None = None) -> tuple[str, dict[str, str], GameState, list[Event]]:
-        """Deal a game into a new session; returns (id, seat tokens, state, events)."""
+                       ttl: int | None = None) -> tuple[str, dict[str, str], engine.ViewDoc, list[Event]]:
+        """Deal a game into a new session; returns its id, the seat tokens, and the view
+        and events as a spectator sees them (the creator holds no seat yet)."""
         store = self._sessions()
         state, events = _engine(engine.new_game, rules, players, seed=seed, deck=deck)
         tokens = {p.id: secrets.token_urlsafe(32) for p in state.players}
@@ -136,7 +137,7 @@ class Application:
             session_id = secrets.token_urlsafe(16)
             if store.create(session_id, engine.dumps_state(state), seats, _json.encode(events), ttl):
                 log.info("session created", extra={"session_id": session_id, "version": 1})
-                return session_id, tokens, state, events
+                return session_id, tokens, engine.view_doc(state, None), engine.redact_events(events, None)
         raise ServiceError("internal_error", "could not allocate a session id")
 
     def authenticate(self, seats: bytes, token: str | None) -> str | None:
@@ -160,12 +161,14 @@ class Application:
             raise ServiceError("not_found", f"no session {session_id!r} (unknown or expired)")
         return stored
 
-    def get_session(self, session_id: str, token: str | None) -> tuple[int, str | None, GameState]:
-        """(version, viewer, state) for a seat token or the service key (viewer None)."""
+    def get_session(self, session_id: str, token: str | None) -> tuple[int, engine.ViewDoc, GameState | None]:
+        """(version, view, state): a seat token's view with no state; for the service key,
+        the spectator's view and the full state."""
         stored = self._load(session_id)
         viewer = self.authenticate(stored.seats, token)
         self._sessions().touch(session_id, stored.ttl)
-        return stored.version, viewer, engine.loads_state(stored.state)
+        state = engine.loads_state(stored.state)
+        return stored.version, engine.view_doc(state, viewer), state if viewer is None else None
 
     def act(self, session_id: str, token: str | None, action: Any, expected_version: int | None = None,
             idempotency_key: str | None = None) -> SessionAnswer:

@@ -319,22 +319,20 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
                       context: grpc.aio.ServicerContext) -> pb.CreateSessionResponse:
         def work() -> pb.CreateSessionResponse:
             game = request.game
-            session_id, seats, state, events = self.app.create_session(
+            session_id, seats, view, events = self.app.create_session(
                 convert.rules_doc(game.rules), list(game.players), seed=_seed(game),
                 deck=convert.cards(game.deck, "deck") if game.deck else None, ttl=request.ttl_seconds or None)
-            response = pb.CreateSessionResponse(session_id=session_id, version=1, seats=seats,
-                                                view=_view(engine.view_doc(state, None)))
-            convert.add_events(response.events, engine.redact_events(events, None))
+            response = pb.CreateSessionResponse(session_id=session_id, version=1, seats=seats, view=_view(view))
+            convert.add_events(response.events, events)
             return response
         return await self.calls.answer(context, work)
 
     async def GetSession(self, request: pb.GetSessionRequest,
                    context: grpc.aio.ServicerContext) -> pb.GetSessionResponse:
         def work() -> pb.GetSessionResponse:
-            version, viewer, state = self.app.get_session(request.session_id, SEAT_TOKEN.get())
-            response = pb.GetSessionResponse(session_id=request.session_id, version=version,
-                                             view=_view(engine.view_doc(state, viewer)))
-            if viewer is None:
+            version, view, state = self.app.get_session(request.session_id, SEAT_TOKEN.get())
+            response = pb.GetSessionResponse(session_id=request.session_id, version=version, view=_view(view))
+            if state is not None:
                 convert.fill_state(response.state, state)
             return response
         return await self.calls.answer(context, work)

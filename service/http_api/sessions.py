@@ -52,11 +52,10 @@ class Sessions(MethodView):
     @document_errors(blp, 413, 503)
     def post(self, body: dict[str, Any]) -> Response:
         """Deal a game into a new session; the answer holds each seat's secret token (shown once)."""
-        session_id, seats, state, events = app_layer().create_session(
+        session_id, seats, view, events = app_layer().create_session(
             body["rules"], body["players"], seed=body["seed"], deck=body["deck"], ttl=body["ttl_seconds"])
-        return json_response({"session_id": session_id, "version": 1, "seats": seats,
-                              "view": engine.view_doc(state, None),
-                              "events": engine.redact_events(events, None)}, 201,
+        return json_response({"session_id": session_id, "version": 1, "seats": seats, "view": view,
+                              "events": events}, 201,
                              headers={"Location": f"/v1/sessions/{session_id}", "ETag": '"v1"'})
 
 
@@ -67,9 +66,9 @@ class Session(MethodView):
     @document_errors(blp, 401, 404, 503)
     def get(self, session_id: str) -> Response:
         """The caller's view (a seat token), or the full state (the service key)."""
-        version, viewer, state = app_layer().get_session(session_id, _token())
-        body: dict[str, Any] = {"session_id": session_id, "version": version, "view": engine.view_doc(state, viewer)}
-        if viewer is None:
+        version, view, state = app_layer().get_session(session_id, _token())
+        body: dict[str, Any] = {"session_id": session_id, "version": version, "view": view}
+        if state is not None:
             body["state"] = engine.state_to_doc(state)
         return json_response(body, headers={"ETag": f'"v{version}"'})
 
