@@ -32,6 +32,9 @@ _decode_seats = msgspec.json.Decoder(dict[str, str])
 _decode_answer = msgspec.json.Decoder(dict[str, Any])
 
 
+MAX_IDEMPOTENCY_KEY = 200  # characters
+
+
 def _engine(call: Any, *args: Any, **kwargs: Any) -> Any:
     try:
         return call(*args, **kwargs)
@@ -171,8 +174,14 @@ class Application:
         return stored.version, engine.view_doc(state, viewer), state if viewer is None else None
 
     def act(self, session_id: str, token: str | None, action: Any, expected_version: int | None = None,
-            idempotency_key: str | None = None) -> SessionAnswer:
-        """Apply a seat's action with a compare-and-set on the session version."""
+            idempotency_key: str | None = None, key_field: str = "idempotency_key") -> SessionAnswer:
+        """Apply a seat's action with a compare-and-set on the session version.
+
+        ``key_field`` names the idempotency key as the transport takes it, for errors.
+        """
+        if idempotency_key is not None and len(idempotency_key) > MAX_IDEMPOTENCY_KEY:
+            raise ServiceError("invalid_request", f"{key_field} is at most {MAX_IDEMPOTENCY_KEY} characters",
+                               field=key_field)
         store = self._sessions()
         parsed = _engine(engine.parse_action, action)
         fingerprint = _hash(_json.encode([engine.format_action(parsed), expected_version])) if idempotency_key else ""

@@ -214,6 +214,11 @@ def test_errors_carry_matching_status_codes_and_the_http_code_in_details(servers
                          metadata=bearer(created.seats["a"]))
     assert again.replayed and again.version == 2
     with pytest.raises(grpc.RpcError) as exc:
+        sessions.Act(pb.ActRequest(session_id=sid, action=action, idempotency_key="k" * 201),
+                     metadata=bearer(created.seats["a"]))
+    code, reason, meta = details(exc.value)
+    assert (code, reason, meta["field"]) == (grpc.StatusCode.INVALID_ARGUMENT, "invalid_request", "idempotency_key")
+    with pytest.raises(grpc.RpcError) as exc:
         sessions.Act(pb.ActRequest(session_id=sid, action=action, expected_version=1),
                      metadata=bearer(created.seats["a"]))
     code, reason, meta = details(exc.value)

@@ -102,6 +102,10 @@ def test_idempotency_key_replays_the_first_answer(client):
     other = {"player": "ann", "type": "play", "card": "0"}
     problem(client.post(f"/v1/sessions/{sid}/actions", json={"action": other}, headers=headers),
             422, "idempotency_key_reused")
+    too_long = {**auth(ann), "Idempotency-Key": "k" * 201}
+    p = problem(client.post(f"/v1/sessions/{sid}/actions", json={"action": other}, headers=too_long),
+                400, "invalid_request")
+    assert p["field"] == "Idempotency-Key"
 
 
 def test_event_log_after_a_version_is_redacted_per_viewer(client):

@@ -9,7 +9,7 @@ from flask.views import MethodView
 
 import engine
 
-from ..application import bearer_token
+from ..application import MAX_IDEMPOTENCY_KEY, bearer_token
 from ..errors import ServiceError
 from .games import ApiBlueprint, app_layer, json_response
 from .problems import document_errors
@@ -86,7 +86,7 @@ class Actions(MethodView):
     @blp.arguments(SessionActionSchema())
     @blp.response(200, SessionActedSchema)
     @blp.doc(security=AUTH, parameters=[
-        {"in": "header", "name": "Idempotency-Key", "schema": {"type": "string", "maxLength": 200},
+        {"in": "header", "name": "Idempotency-Key", "schema": {"type": "string", "maxLength": MAX_IDEMPOTENCY_KEY},
          "description": "a retry with the same key returns the first answer instead of acting twice"},
         {"in": "header", "name": "If-Match", "schema": {"type": "string"},
          "description": 'the session ETag ("v7"): same as expected_version'}])
@@ -99,10 +99,8 @@ class Actions(MethodView):
             if expected is not None and expected != pinned:
                 raise ServiceError("invalid_request", "If-Match and expected_version disagree")
             expected = pinned
-        key = request.headers.get("Idempotency-Key") or None
-        if key is not None and len(key) > 200:
-            raise ServiceError("invalid_request", "Idempotency-Key is at most 200 characters", field="Idempotency-Key")
-        answer = app_layer().act(session_id, _token(), body["action"], expected, key)
+        answer = app_layer().act(session_id, _token(), body["action"], expected,
+                                 request.headers.get("Idempotency-Key") or None, key_field="Idempotency-Key")
         headers = {"ETag": f'"v{answer.version}"'}
         if answer.replayed:
             headers["Idempotent-Replayed"] = "true"
