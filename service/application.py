@@ -33,6 +33,7 @@ _decode_answer = msgspec.json.Decoder(dict[str, Any])
 
 
 MAX_IDEMPOTENCY_KEY = 200  # characters
+SESSION_TTL_RANGE = (60, 30 * 86_400)  # seconds a caller may ask a session to live idle
 
 
 def _engine(call: Any, *args: Any, **kwargs: Any) -> Any:
@@ -130,7 +131,11 @@ class Application:
     def create_session(self, rules: Any, players: Any, seed: Any = None, deck: Any = None,
                        ttl: int | None = None) -> tuple[str, dict[str, str], engine.ViewDoc, list[Event]]:
         """Deal a game into a new session; returns its id, the seat tokens, and the view
-        and events as a spectator sees them (the creator holds no seat yet)."""
+        and events as a spectator sees them (the creator holds no seat yet). ``ttl`` None:
+        the service's default."""
+        low, high = SESSION_TTL_RANGE
+        if ttl is not None and not low <= ttl <= high:
+            raise ServiceError("invalid_request", f"ttl_seconds must be from {low} to {high}", field="ttl_seconds")
         store = self._sessions()
         state, events = _engine(engine.new_game, rules, players, seed=seed, deck=deck)
         tokens = {p.id: secrets.token_urlsafe(32) for p in state.players}

@@ -192,6 +192,12 @@ def test_errors_carry_matching_status_codes_and_the_http_code_in_details(servers
     with pytest.raises(grpc.RpcError) as exc:
         games.LegalActions(pb.LegalActionsRequest(state=tampered))
     assert details(exc.value)[2]["reason"] == "signature_invalid"
+    for ttl in (59, 30 * 86_400 + 1):
+        with pytest.raises(grpc.RpcError) as exc:
+            sessions.CreateSession(pb.CreateSessionRequest(game=pb.NewGameRequest(
+                rules=pb.Rules(edition="2022"), players=["a", "b"]), ttl_seconds=ttl))
+        code, reason, meta = details(exc.value)
+        assert (code, reason, meta["field"]) == (grpc.StatusCode.INVALID_ARGUMENT, "invalid_request", "ttl_seconds")
     created = sessions.CreateSession(pb.CreateSessionRequest(game=pb.NewGameRequest(
         rules=pb.Rules(edition="2022"), players=["a", "b"], seed_int=2)))
     sid = created.session_id

@@ -145,3 +145,7 @@ def test_session_keys_share_one_cluster_slot_and_expire(client, redis_url):
     names = keys(s["session_id"])
     assert all(f"{{{s['session_id']}}}" in k for k in names)
     assert 0 < r.ttl(names[0]) <= 120 and 0 < r.ttl(names[1]) <= 120
+    for ttl in (59, 30 * 86_400 + 1):
+        refused = client.post("/v1/sessions", json={"rules": {"edition": "2022"}, "players": ["ann", "bob"],
+                                                    "ttl_seconds": ttl})
+        assert "ttl_seconds" in problem(refused, 400, "invalid_request")["errors"]["json"]

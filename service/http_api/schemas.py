@@ -22,6 +22,8 @@ from engine.rules import rules_json_schema
 from engine.shuffle import SEED_MAX, SEED_MAX_LENGTH, SEED_MIN, check_seed
 from engine.view import ViewDoc
 
+from ..application import SESSION_TTL_RANGE
+
 PLAYER_ID = validate.Regexp(r"^[A-Za-z0-9_-]{1,64}$", error="a player id is 1 to 64 letters, digits, '_' or '-'")
 
 
@@ -111,7 +113,7 @@ class NewGameSchema(Strict):
 class NewSessionSchema(NewGameSchema):
     """Body of POST /v1/sessions."""
 
-    ttl_seconds = fields.Integer(load_default=None, validate=validate.Range(60, 30 * 86_400),
+    ttl_seconds = fields.Integer(load_default=None, validate=validate.Range(*SESSION_TTL_RANGE),
                                  metadata={"description": "idle time before the session expires"})
 
 
