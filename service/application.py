@@ -184,6 +184,8 @@ class Application:
 
         ``key_field`` names the idempotency key as the transport takes it, for errors.
         """
+        if expected_version is not None and expected_version < 1:
+            raise ServiceError("invalid_request", "expected_version counts from 1", field="expected_version")
         if idempotency_key is not None and len(idempotency_key) > MAX_IDEMPOTENCY_KEY:
             raise ServiceError("invalid_request", f"{key_field} is at most {MAX_IDEMPOTENCY_KEY} characters",
                                field=key_field)

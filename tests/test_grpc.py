@@ -219,11 +219,14 @@ def test_errors_carry_matching_status_codes_and_the_http_code_in_details(servers
     again = sessions.Act(pb.ActRequest(session_id=sid, action=action, expected_version=1, idempotency_key="k"),
                          metadata=bearer(created.seats["a"]))
     assert again.replayed and again.version == 2
-    with pytest.raises(grpc.RpcError) as exc:
-        sessions.Act(pb.ActRequest(session_id=sid, action=action, idempotency_key="k" * 201),
-                     metadata=bearer(created.seats["a"]))
-    code, reason, meta = details(exc.value)
-    assert (code, reason, meta["field"]) == (grpc.StatusCode.INVALID_ARGUMENT, "invalid_request", "idempotency_key")
+    for wrong, field in ((pb.ActRequest(idempotency_key="k" * 201), "idempotency_key"),
+                         (pb.ActRequest(expected_version=0), "expected_version")):
+        wrong.session_id = sid
+        wrong.action.CopyFrom(action)
+        with pytest.raises(grpc.RpcError) as exc:
+            sessions.Act(wrong, metadata=bearer(created.seats["a"]))
+        code, reason, meta = details(exc.value)
+        assert (code, reason, meta["field"]) == (grpc.StatusCode.INVALID_ARGUMENT, "invalid_request", field)
     with pytest.raises(grpc.RpcError) as exc:
         sessions.Act(pb.ActRequest(session_id=sid, action=action, expected_version=1),
                      metadata=bearer(created.seats["a"]))
