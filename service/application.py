@@ -192,14 +192,17 @@ class Application:
         store = self._sessions()
         parsed = _engine(engine.parse_action, action)
         fingerprint = _hash(_json.encode([engine.format_action(parsed), expected_version])) if idempotency_key else ""
+        # A key belongs to the caller that used it (its seat token or the service key):
+        # no other caller can replay its answer, collide with it or learn that it exists.
+        scoped_key = f"{_hash(token or '')[:32]}:{idempotency_key}" if idempotency_key else None
         for _attempt in range(5):
-            stored = self._load(session_id, idempotency_key)
+            stored = self._load(session_id, scoped_key)
             player = self.authenticate(stored.seats, token)
-            if stored.idempotent is not None:
-                return self._replay(session_id, stored.idempotent, fingerprint)
             if player is not None and parsed.player != player:
                 raise ServiceError("forbidden", f"this seat token belongs to {player!r}, "
                                    f"not to {parsed.player!r}", player=player)
+            if stored.idempotent is not None:  # only after the caller is known to own the key
+                return self._replay(session_id, stored.idempotent, fingerprint)
             if expected_version is not None and expected_version != stored.version:
                 raise ServiceError("version_conflict", f"the session is at version {stored.version}",
                                    current_version=stored.version)
@@ -213,7 +216,7 @@ class Application:
                                    "events": answer.events, "view": answer.view}) if idempotency_key else b""
             try:
                 store.commit(session_id, stored.version, engine.dumps_state(next_state), _json.encode(events),
-                             stored.ttl, idempotency_key, record)
+                             stored.ttl, scoped_key, record)
             except Conflict as lost:
                 if expected_version is not None:
                     raise ServiceError("version_conflict", f"the session moved on to version {lost.version}",
