@@ -14,7 +14,7 @@ from typing import Annotated, Any, Final, Literal
 import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 
-from .cards import CARD_CODES, deck_cards
+from .cards import CARD_CODES
 from .errors import InvalidInputError, invalid_from_msgspec
 from .game import PLAYER_ID, can_act
 from .rules import Rules, resolve_rules, rules_to_dict
@@ -277,23 +277,15 @@ def state_from_doc(doc: StateDoc) -> GameState:
 def _check_cards(rules: Rules, cards: list[str], doc: StateDoc) -> None:
     """Every card of the deck accounted for exactly once: hands (eliminated players'
     included), draw pile and discard pile."""
-    if sorted(cards) == sorted_deck(rules):
-        return
     counts = Counter(cards)
     expected = rules.deck_counts
+    if counts == expected:
+        return
     for card in CARD_CODES:
         have, want = counts.get(card, 0), expected.get(card, 0)
         if have != want:
             raise _fail(f"card {card!r}: {have} in hands and piles, the deck has {want} "
                         "(they must hold the deck exactly)", "")
-
-
-def sorted_deck(rules: Rules) -> list[str]:
-    """The deck's cards in sorted order, memoized per rule set."""
-    cards: list[str] | None = rules.memo.get("sorted_deck")
-    if cards is None:
-        cards = rules.memo["sorted_deck"] = sorted(deck_cards(rules.deck_counts))
-    return cards
 
 
 __all__ = [

@@ -76,22 +76,13 @@ def new_total(rules: Rules, total: int, card: str) -> int:
 
 
 def why_not(s: _Position, card: str) -> tuple[str, str] | None:
-    """Why the player to act may not play ``card`` now (rule id, reason), or None."""
-    return judgements(s.rules, s.total, s.play2, s.ono99_played)[card]
+    """Why the player to act may not play ``card`` now (rule id, reason), or None.
 
-
-def judgements(rules: Rules, total: int, play2: Play2 | None,
-               ono99_played: bool) -> dict[str, tuple[str, str] | None]:
-    """Every card's verdict in this situation; memoized per rule set, as only the total,
-    a pending first-of-two card and an ono99 already played this turn matter."""
-    first_of_two = play2 is not None and play2.cards_left == 2
-    key = total * 4 + first_of_two * 2 + ono99_played
-    verdicts = rules.judgements.get(key)
-    if verdicts is None:
-        verdicts = {card: _judge(rules, total, first_of_two, ono99_played, card) for card in CARD_CODES}
-        if len(rules.judgements) < 100_000:
-            rules.judgements[key] = verdicts
-    return verdicts
+    Only the total, a pending first-of-two card and an ono99 already played this turn
+    matter, and the judgement is a few comparisons: it is made afresh each time.
+    """
+    play2 = s.play2
+    return _judge(s.rules, s.total, play2 is not None and play2.cards_left == 2, s.ono99_played, card)
 
 
 def _judge(rules: Rules, total: int, first_of_two: bool, ono99_played: bool, card: str) -> tuple[str, str] | None:
@@ -127,11 +118,10 @@ def _can_draw(s: GameState | Table, seat: int) -> bool:
 def _choices(s: _Position, hand: tuple[str, ...]) -> tuple[list[str], list[str], bool]:
     """Distinct cards the player to act may play, those only the limit stops, and
     whether the R-99-2 swap is open to them."""
-    verdicts = judgements(s.rules, s.total, s.play2, s.ono99_played)
     plays: list[str] = []
     busts: list[str] = []
     for card in hand:
-        problem = verdicts[card]
+        problem = why_not(s, card)
         if problem is None:
             if card not in plays:
                 plays.append(card)
@@ -146,37 +136,11 @@ def can_act(t: Table | GameState, seat: int) -> bool:
     The same judgement as :func:`legal_actions`, stopping at the first action found.
     """
     hand = t.players[seat].hand
-    verdicts = judgements(t.rules, t.total, t.play2, t.ono99_played)
     for card in hand:
-        problem = verdicts[card]
+        problem = why_not(t, card)
         if problem is None or (problem is OVER_LIMIT and _can_bust(t.rules)):
             return True
     return _can_swap(t, hand) or _can_draw(t, seat)
-
-
-class _ActionsOf(dict[str, Action]):
-    """One player's play actions by card, made once: Action values are immutable."""
-
-    def __init__(self, player: str) -> None:
-        super().__init__()
-        self.player = player
-        self.swap = Action(player, SWAP)
-        self.draw = Action(player, DRAW)
-
-    def __missing__(self, card: str) -> Action:
-        action = self[card] = Action(self.player, PLAY, card)
-        return action
-
-
-class _ActionCache(dict[str, _ActionsOf]):
-    def __missing__(self, player: str) -> _ActionsOf:
-        if len(self) > 10_000:
-            self.clear()
-        actions = self[player] = _ActionsOf(player)
-        return actions
-
-
-_ACTIONS = _ActionCache()
 
 
 def legal_actions(state: GameState) -> list[Action]:
@@ -186,20 +150,19 @@ def legal_actions(state: GameState) -> list[Action]:
         return []
     player = state.players[state.current]
     hand = player.hand
-    verdicts = judgements(state.rules, state.total, state.play2, state.ono99_played)
-    mine = _ACTIONS[player.id]
+    pid = player.id
     actions = []
     for card in hand:  # the same judgement as _choices, flattened: this runs every step
-        if verdicts[card] is None:
-            action = mine[card]
+        if why_not(state, card) is None:
+            action = Action(pid, PLAY, card)
             if action not in actions:
                 actions.append(action)
     if _can_swap(state, hand):
-        actions.append(mine.swap)
+        actions.append(Action(pid, SWAP))
     if not actions and _can_bust(state.rules):
-        actions = [mine[card] for card in _choices(state, hand)[1]]  # R-PTS-1
+        actions = [Action(pid, PLAY, card) for card in _choices(state, hand)[1]]  # R-PTS-1
     if state.owed_draws:
-        actions.extend(_ACTIONS[state.players[i].id].draw for i in state.owed_draws if _can_draw(state, i))
+        actions.extend(Action(state.players[i].id, DRAW) for i in state.owed_draws if _can_draw(state, i))
     return actions
 
 
@@ -235,7 +198,7 @@ def apply(state: GameState, action: Action | Mapping[str, Any]) -> tuple[GameSta
     hand = state.players[seat].hand
     if card not in hand:
         raise IllegalActionError("R-TURN-1", "card_not_in_hand", f"{card!r} is not in the player's hand")
-    problem = judgements(state.rules, state.total, state.play2, state.ono99_played)[card]
+    problem = why_not(state, card)
     bust = False
     if problem is not None:
         if problem is OVER_LIMIT and _can_bust(state.rules):
@@ -473,29 +436,11 @@ class ActionDoc(msgspec.Struct, forbid_unknown_fields=True):
                   "-10", "reverse", "play2", "ono99", "hold"] | None = None
 
 
-_PARSED: dict[tuple[tuple[Any, Any], ...], Action] = {}
-
-
 def parse_action(doc: Any) -> Action:
-    """An Action from its JSON object; raises InvalidInputError when malformed.
-
-    A game sends few distinct action objects: one checked once is found again by its
-    items (only well-formed objects are kept, and their values are strings or None, so
-    no other object equals one of them).
-    """
+    """An Action from its JSON object; raises InvalidInputError when malformed."""
     if type(doc) is Action:
         return doc
-    if type(doc) is dict:
-        try:
-            return _PARSED[tuple(doc.items())]
-        except (KeyError, TypeError):  # new, or holds an unhashable value
-            pass
-    action = _parse_action(doc)
-    if type(doc) is dict:
-        if len(_PARSED) > 10_000:
-            _PARSED.clear()
-        _PARSED[tuple(doc.items())] = action
-    return action
+    return _parse_action(doc)
 
 
 def _parse_action(doc: Any) -> Action:
@@ -506,11 +451,10 @@ def _parse_action(doc: Any) -> Action:
     if parsed.type == PLAY:
         if parsed.card is None:
             raise InvalidInputError("a play needs a card", "action.card")
-        return _ACTIONS[parsed.player][parsed.card]
+        return Action(parsed.player, PLAY, parsed.card)
     if parsed.card is not None:
         raise InvalidInputError(f"a {parsed.type} action takes no card", "action.card")
-    actions = _ACTIONS[parsed.player]
-    return actions.swap if parsed.type == SWAP else actions.draw
+    return Action(parsed.player, SWAP if parsed.type == SWAP else DRAW)
 
 
 def format_action(action: Action) -> dict[str, Any]:

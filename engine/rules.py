@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -144,12 +145,6 @@ class Rules:
     tokens: int
     target: int
     end: str
-    # Memo of engine.game.judgements: a rule set's verdict on every card per situation.
-    judgements: dict[int, dict[str, tuple[str, str] | None]] = field(
-        default_factory=dict, init=False, compare=False, hash=False, repr=False)
-    # Other values derived from the rules, made once (a frozen dataclass hashes all its
-    # fields on every lookup, so per-Rules caches live on the object itself).
-    memo: dict[str, Any] = field(default_factory=dict, init=False, compare=False, hash=False, repr=False)
 
     @property
     def deck_counts(self) -> dict[str, int]:
@@ -162,27 +157,33 @@ class Rules:
         return sum(n for _, n in self.deck)
 
 
-_RESOLVED: dict[bytes, Rules] = {}
 _key_encoder = msgspec.json.Encoder()
-
-
-def _cache_key(doc: Mapping[str, Any]) -> bytes | None:
-    # JSON text keeps apart what hashes alike (true and 1, "1" and 1).
-    try:
-        return _key_encoder.encode(doc)
-    except (TypeError, msgspec.EncodeError):
-        return None
+_RESOLVED_SIZE: Final = 256  # rule sets remembered; each is a few hundred bytes (see resolve_rules)
 
 
 def resolve_rules(doc: Any) -> Rules:
-    """Rules from ``{"edition": "2022"|"1980", ...overrides}``; raises InvalidInputError."""
+    """Rules from ``{"edition": "2022"|"1980", ...overrides}``; raises InvalidInputError.
+
+    The last ``_RESOLVED_SIZE`` rule sets resolved are remembered by their JSON text
+    (which keeps apart what hashes alike: true and 1, "1" and 1): games carry the same
+    rules on every request. A Rules value holds no more than the options themselves, so
+    the memory is bounded by the count whatever callers send.
+    """
     if type(doc) is not dict and not isinstance(doc, Mapping):
         raise InvalidInputError("must be an object with an 'edition'", "rules")
-    key = _cache_key(doc)
-    if key is not None:
-        hit = _RESOLVED.get(key)
-        if hit is not None:
-            return hit
+    try:
+        key = _key_encoder.encode(doc)
+    except (TypeError, msgspec.EncodeError):
+        return _resolve(doc)
+    return _resolve_text(key)
+
+
+@functools.lru_cache(maxsize=_RESOLVED_SIZE)
+def _resolve_text(key: bytes) -> Rules:
+    return _resolve(msgspec.json.decode(key))
+
+
+def _resolve(doc: Mapping[str, Any]) -> Rules:
     edition = doc.get("edition")
     if edition not in EDITIONS or type(edition) is not str:
         raise InvalidInputError("must be '2022' or '1980'", "rules.edition")
@@ -193,8 +194,6 @@ def resolve_rules(doc: Any) -> Rules:
     values = {name: _OPTIONS_BY_NAME[name].check(name, merged[name]) for name in OPTION_NAMES}
     rules = Rules(edition=edition, **values)
     check_combination(rules)
-    if key is not None and len(_RESOLVED) < 4096:
-        _RESOLVED[key] = rules
     return rules
 
 
@@ -213,14 +212,11 @@ def check_combination(rules: Rules) -> None:
 
 
 def rules_to_dict(rules: Rules) -> dict[str, Any]:
-    """The fully resolved rules as a JSON-ready object (the same object on every call)."""
-    doc: dict[str, Any] | None = rules.memo.get("doc")
-    if doc is None:
-        doc = {"edition": rules.edition, "deck": dict(rules.deck)}
-        for name in OPTION_NAMES[1:]:
-            value = getattr(rules, name)
-            doc[name] = list(value) if isinstance(value, tuple) else value
-        rules.memo["doc"] = doc
+    """The fully resolved rules as a JSON-ready object (a new object on every call)."""
+    doc: dict[str, Any] = {"edition": rules.edition, "deck": dict(rules.deck)}
+    for name in OPTION_NAMES[1:]:
+        value = getattr(rules, name)
+        doc[name] = list(value) if isinstance(value, tuple) else value
     return doc
 
 

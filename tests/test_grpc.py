@@ -15,7 +15,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from grpc_status import rpc_status
 
-from engine import decode_state, encode_state, legal_actions
+from engine import decode_state, encode_state, legal_actions, resolve_rules
 from service.grpc_api import convert
 from service.grpc_api.gen import ono99_pb2 as pb
 from service.grpc_api.gen import ono99_pb2_grpc as pb_grpc
@@ -61,8 +61,8 @@ def test_the_same_games_over_http_and_grpc_give_the_same_states_and_events(serve
     recalled_before, calls_sending_back = recalled_states(rpc), 0
     for rules, players, seed in PARITY:
         h = requests.post(f"{http.url}/v1/games", json={"rules": rules, "players": players, "seed": seed}).json()
-        g = games.NewGame(pb.NewGameRequest(rules=convert.rules_message(h["state"]["rules"]), players=players,
-                                            seed_int=seed))
+        rules_msg = convert.rules_message(resolve_rules(h["state"]["rules"]))
+        g = games.NewGame(pb.NewGameRequest(rules=rules_msg, players=players, seed_int=seed))
         rng = random.Random(seed)
         for _ in range(400):
             state = decode_state(h["state"])

@@ -6,9 +6,10 @@ by the engine's codec after translation).
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
-from engine import CARD_CODES, GameState, InvalidInputError, rules_to_dict
+from engine import CARD_CODES, GameState, InvalidInputError, Rules, resolve_rules, rules_to_dict
 
 from .gen import ono99_pb2 as pb
 
@@ -60,25 +61,8 @@ _OPTIONAL = ("hand_size", "limit", "play2_as_first_card", "reverse_deflects_in_t
              "ono99_swap_ends_turn", "ono99_on_zero", "draw", "scoring", "tokens", "target", "end")
 
 
-_RULES_DOCS: dict[bytes, dict[str, Any]] = {}
-_RULES_MESSAGES: dict[int, tuple[dict[str, Any], pb.Rules]] = {}
-
-
 def rules_doc(msg: pb.Rules) -> dict[str, Any]:
-    """Rules overrides from a Rules message (unset fields keep the preset's values).
-
-    Memoized by the message's bytes: a game sends the same rules with every call.
-    """
-    key = msg.SerializeToString(deterministic=True)
-    doc = _RULES_DOCS.get(key)
-    if doc is None:
-        if len(_RULES_DOCS) > 1000:
-            _RULES_DOCS.clear()
-        doc = _RULES_DOCS[key] = _rules_doc(msg)
-    return doc
-
-
-def _rules_doc(msg: pb.Rules) -> dict[str, Any]:
+    """Rules overrides from a Rules message (unset fields keep the preset's values)."""
     doc: dict[str, Any] = {"edition": msg.edition}
     if msg.deck:
         doc["deck"] = {}
@@ -96,20 +80,11 @@ def _rules_doc(msg: pb.Rules) -> dict[str, Any]:
     return doc
 
 
-def rules_message(doc: dict[str, Any]) -> pb.Rules:
-    """A fully set Rules message from resolved rules (memoized: resolved rules documents
-    are shared objects, see engine.rules_to_dict)."""
-    hit = _RULES_MESSAGES.get(id(doc))
-    if hit is not None and hit[0] is doc:
-        return hit[1]
-    if len(_RULES_MESSAGES) > 1000:
-        _RULES_MESSAGES.clear()
-    msg = _rules_message(doc)
-    _RULES_MESSAGES[id(doc)] = (doc, msg)
-    return msg
-
-
-def _rules_message(doc: dict[str, Any]) -> pb.Rules:
+@functools.lru_cache(maxsize=256)
+def rules_message(rules: Rules) -> pb.Rules:
+    """A fully set Rules message from resolved rules. Remembered for the last 256 rule
+    sets (a game's every answer carries its rules); callers copy it, never change it."""
+    doc = rules_to_dict(rules)
     deck = [pb.DeckEntry(card=_ENUM_OF[c], count=n) for c, n in doc["deck"].items()]
     msg = pb.Rules(edition=doc["edition"], deck=deck,
                    play2_deflectors=card_enums(doc["play2_deflectors"]),
@@ -176,12 +151,12 @@ def fill_state(msg: pb.GameState, state: GameState,
     players = state.players
     if previous is None:
         old = None
-        msg.rules.CopyFrom(rules_message(rules_to_dict(state.rules)))
+        msg.rules.CopyFrom(rules_message(state.rules))
     else:
         old, old_msg = previous
         msg.CopyFrom(old_msg)
         if state.rules is not old.rules:
-            msg.rules.CopyFrom(rules_message(rules_to_dict(state.rules)))
+            msg.rules.CopyFrom(rules_message(state.rules))
     for i, p in enumerate(players):
         if old is not None and old.players[i] is p:
             continue
@@ -241,7 +216,7 @@ def adopt(msg: pb.GameState, state: GameState) -> pb.GameState:
     arrived, or is one fill_state writes whatever it held (seed, turn, current, play2,
     round starter and the scalars)."""
     msg.DiscardUnknownFields()
-    msg.rules.CopyFrom(rules_message(rules_to_dict(state.rules)))
+    msg.rules.CopyFrom(rules_message(state.rules))
     return msg
 
 
@@ -293,7 +268,7 @@ def state_doc(msg: pb.GameState) -> dict[str, Any]:
 def view_message(view: dict[str, Any]) -> pb.View:
     """A View message from a view object."""
     msg = pb.View(
-        rules=rules_message(view["rules"]),
+        rules=rules_message(resolve_rules(view["rules"])),
         players=[pb.ViewPlayer(id=p["id"], hand_visible=p["hand"] is not None, hand=card_enums(p["hand"] or ()),
                                hand_count=p["hand_count"], status=_STATUS_ENUM[p["status"]], tokens=p["tokens"],
                                score=p["score"], busted=p["busted"]) for p in view["players"]],
