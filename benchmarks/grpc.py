@@ -15,7 +15,7 @@ Apply is measured two ways:
   state the previous answer gave it (the requests are made beforehand, so the client
   does no more work per call than for the echo; the run first checks that the server's
   answers are those very states). The server recognizes the states it returned
-  (ONO99_GRPC_STATE_CACHE) and does not decode them again; the first call of each game
+  (ONO99_GRPC_STATE_CACHE_BYTES) and does not decode them again; the first call of each game
   carries a state it never returned.
 - ``apply_cold``: the same request over and over, whose state the server never
   returned: every call decodes and validates the state in full.

@@ -25,7 +25,7 @@ class Settings:
     grpc_port: int = 50051
     workers: int = 2
     grpc_threads: int = 32
-    grpc_state_cache: int = 4096
+    grpc_state_cache_bytes: int = 16 * 1024 * 1024
     metrics_port: int = 9464
     redis_url: str | None = None
     redis_timeout: float = 0.5
@@ -42,7 +42,7 @@ class Settings:
     ENV: ClassVar[dict[str, str]] = {
         "host": "ONO99_HOST", "http_port": "ONO99_HTTP_PORT", "grpc_port": "ONO99_GRPC_PORT",
         "workers": "ONO99_WORKERS", "grpc_threads": "ONO99_GRPC_THREADS",
-        "grpc_state_cache": "ONO99_GRPC_STATE_CACHE", "metrics_port": "ONO99_METRICS_PORT",
+        "grpc_state_cache_bytes": "ONO99_GRPC_STATE_CACHE_BYTES", "metrics_port": "ONO99_METRICS_PORT",
         "redis_url": "REDIS_URL", "redis_timeout": "ONO99_REDIS_TIMEOUT",
         "redis_sentinels": "REDIS_SENTINELS", "redis_sentinel_master": "REDIS_SENTINEL_MASTER",
         "redis_cluster": "REDIS_CLUSTER",

@@ -328,8 +328,9 @@ def test_recent_states_give_back_only_what_this_process_returned_with_its_signat
         convert.fill_state(msg.state, state)
         return msg, state
 
-    recent = RecentStates(2)
     (m1, s1), (m2, s2), (m3, s3) = returned(1, "sig1"), returned(2, "sig2"), returned(3, "")
+    cost = max(RecentStates.entry_cost(m.SerializeToString()) for m in (m1, m2))
+    recent = RecentStates(2 * cost)  # room for two of them
     recent.remember(m1, s1)
     sent_back = pb.SignedState.FromString(m1.SerializeToString())  # as a client sends it
     assert recent.recall(sent_back) is s1
@@ -342,6 +343,7 @@ def test_recent_states_give_back_only_what_this_process_returned_with_its_signat
     recent.remember(m2, s2)
     recent.remember(m3, s3)  # the oldest goes
     assert recent.recall(m1) is None and recent.recall(m2) is s2 and recent.recall(m3) is s3
+    assert recent.used <= recent.budget
     off = RecentStates(0)
     off.remember(m2, s2)
     assert off.recall(m2) is None
