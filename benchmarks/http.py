@@ -2,7 +2,7 @@
 
     python benchmarks/http.py [--seconds 3] [--rounds 3] [--clients 8] [--workers 2]
 
-Both apps run under gunicorn with the same settings (sync workers, keep-alive), on
+Both apps run under gunicorn with the same settings (the service's gevent workers, keep-alive), on
 loopback; the three targets are measured in interleaved rounds in the same run (the
 best round of each counts: the machine is noisy), loaded by the same Python client
 (threads on persistent connections; the client shares the machine's cores with the
@@ -35,15 +35,21 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from engine import apply, decode_state, encode_state, format_action, legal_actions, new_game  # noqa: E402
+from service import http_server  # noqa: E402
+from service.config import Settings  # noqa: E402
 from service.ports import free_port  # noqa: E402
 
 SERVICE_KEY = "bench-service-key"
 
 
 def gunicorn(app: str, port: int, workers: int, env: dict[str, str]) -> subprocess.Popen[bytes]:
-    """gunicorn with the same settings for every app: sync workers, keep-alive."""
-    proc = subprocess.Popen([sys.executable, "-m", "gunicorn", "--workers", str(workers), "--worker-class", "sync",
-                             "--keep-alive", "5", "--bind", f"127.0.0.1:{port}", "--log-level", "warning", app],
+    """gunicorn with the same settings for every app: the service's own (service/http_server.py)."""
+    served = http_server.options(Settings(http_port=port, workers=workers, log_level="warning"))
+    proc = subprocess.Popen([sys.executable, "-m", "gunicorn", "--workers", str(workers),
+                             "--worker-class", served["worker_class"],
+                             "--worker-connections", str(served["worker_connections"]),
+                             "--keep-alive", str(served["keepalive"]), "--bind", served["bind"],
+                             "--log-level", "warning", app],
                             env={**os.environ, **env, "PYTHONPATH": str(ROOT)}, cwd=ROOT)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:

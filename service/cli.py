@@ -49,25 +49,21 @@ def run_gunicorn(settings: Settings) -> None:
     if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         # One directory shared by the workers, so /metrics adds up across them.
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="ono99-metrics-")
-    from . import metrics
-    from .http_api import create_app
+    from . import http_server, metrics
     from .signing import warn_unsigned_states
 
     class Gunicorn(BaseApplication):  # type: ignore[misc]
         def load_config(self) -> None:
-            options = {
-                "bind": f"{settings.host}:{settings.http_port}", "workers": settings.workers,
-                "worker_class": "sync", "graceful_timeout": 20, "timeout": 30, "keepalive": 5,
-                "accesslog": None, "errorlog": "-", "loglevel": settings.log_level,
-                "limit_request_line": 8190, "proc_name": "ono99-http",
-                "child_exit": lambda server, worker: metrics.worker_exited(worker.pid),
-                "control_socket_disable": True,  # no gunicornc; nothing written under $HOME
-            }
+            options = {**http_server.options(settings),
+                       "child_exit": lambda server, worker: metrics.worker_exited(worker.pid)}
             for key, value in options.items():
                 self.cfg.set(key, value)
 
         def load(self) -> Any:
             logs.setup(settings.log_level)
+            # Imported in the worker, after gevent has patched the standard library.
+            from .http_api import create_app
+
             return create_app(settings, warn_unsigned=False)
 
     if not settings.state_secret:

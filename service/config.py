@@ -24,6 +24,9 @@ class Settings:
     http_port: int = 8080
     grpc_port: int = 50051
     workers: int = 2
+    http_connections: int = 1000
+    http_header_timeout: int = 5
+    http_read_timeout: float = 10.0
     grpc_threads: int = 32
     grpc_state_cache_bytes: int = 16 * 1024 * 1024
     metrics_port: int = 9464
@@ -41,7 +44,9 @@ class Settings:
 
     ENV: ClassVar[dict[str, str]] = {
         "host": "ONO99_HOST", "http_port": "ONO99_HTTP_PORT", "grpc_port": "ONO99_GRPC_PORT",
-        "workers": "ONO99_WORKERS", "grpc_threads": "ONO99_GRPC_THREADS",
+        "workers": "ONO99_WORKERS", "http_connections": "ONO99_HTTP_CONNECTIONS",
+        "http_header_timeout": "ONO99_HTTP_HEADER_TIMEOUT", "http_read_timeout": "ONO99_HTTP_READ_TIMEOUT",
+        "grpc_threads": "ONO99_GRPC_THREADS",
         "grpc_state_cache_bytes": "ONO99_GRPC_STATE_CACHE_BYTES", "metrics_port": "ONO99_METRICS_PORT",
         "redis_url": "REDIS_URL", "redis_timeout": "ONO99_REDIS_TIMEOUT",
         "redis_sentinels": "REDIS_SENTINELS", "redis_sentinel_master": "REDIS_SENTINEL_MASTER",

@@ -18,7 +18,7 @@ import grpc
 import pytest
 import requests
 
-from engine import CARD_CODES
+from engine import CARD_CODES, encode_state, new_game
 from service.grpc_api.gen import ono99_pb2 as pb
 from service.grpc_api.gen import ono99_pb2_grpc as pb_grpc
 from tests.conftest import start_grpc, start_http
@@ -101,6 +101,37 @@ def flood_http(url: str, requests_total: int, threads: int = 4) -> dict[int, int
     return statuses
 
 
+def flood_largest_decks(url: str, requests_total: int, threads: int = 4) -> dict[int, int]:
+    """States of the largest deck (16,000 cards, about 100 KB), each with rules of its
+    own (limit and target), sent to apply with a signature that does not match."""
+    state, _ = new_game({"edition": "1980", "deck": {c: 1000 for c in CARD_CODES if c != "ono99"}},
+                        ["a", "b", "c"], seed=3)
+    template = json.dumps({"state": encode_state(state), "state_signature": "bogus",
+                           "action": {"player": "a", "type": "play", "card": "0"}})
+    assert template.count('"limit": 99') == 1 and template.count('"target": 100') == 1
+    statuses: dict[int, int] = {}
+    lock = threading.Lock()
+
+    def run(worker: int) -> None:
+        session = requests.Session()
+        mine: dict[int, int] = {}
+        for i in range(worker, requests_total, threads):
+            body = template.replace('"limit": 99', f'"limit": {100 + i % 9900}').replace(
+                '"target": 100', f'"target": {100 + i // 9900}')
+            refused = session.post(f"{url}/v1/games/apply", data=body, headers={"Content-Type": "application/json"})
+            mine[refused.status_code] = mine.get(refused.status_code, 0) + 1
+        with lock:
+            for k, v in mine.items():
+                statuses[k] = statuses.get(k, 0) + v
+
+    pool = [threading.Thread(target=run, args=(w,)) for w in range(threads)]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    return statuses
+
+
 def test_fifty_thousand_requests_with_distinct_rules_decks_and_totals_grow_no_http_worker_past_50_mib(throwaway_redis):
     server = start_http(None, workers=2, ONO99_SESSIONS="false")
     try:
@@ -110,12 +141,14 @@ def test_fifty_thousand_requests_with_distinct_rules_decks_and_totals_grow_no_ht
         assert len(workers) == 2
         flood_http(server.url, 2_000)  # warm: imports, allocator arenas, the LRUs filled
         before = {pid: rss(pid) for pid in workers}
-        statuses = flood_http(server.url, 50_000)
+        largest = flood_largest_decks(server.url, 10_000)
+        statuses = flood_http(server.url, 40_000)
         after = {pid: rss(pid) for pid in workers}
     finally:
         server.stop()
-    assert statuses.get(201) == 25_000, statuses
-    assert statuses.get(400) == 25_000, statuses  # every altered state refused
+    assert largest == {400: 10_000}, largest  # refused: the signature does not match
+    assert statuses.get(201) == 20_000, statuses
+    assert statuses.get(400) == 20_000, statuses  # every altered state refused
     growth = {pid: (after[pid] - before[pid]) / MIB for pid in workers}
     print(f"HTTP worker RSS growth over 50,000 requests (MiB): {growth}")
     assert all(g <= 50 for g in growth.values()), growth

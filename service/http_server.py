@@ -1,0 +1,60 @@
+"""How the HTTP API is served: gunicorn with gevent workers.
+
+A sync worker reads a request on the process's only thread, so a client that trickles
+its headers holds the whole worker until gunicorn's timeout, and two such clients stop
+a two-worker server. A gevent worker reads each connection in a greenlet of its own:
+a slow or idle client holds one greenlet and one socket (a few KB), never the worker;
+requests that wait on Redis yield too, so stateless calls keep their latency while
+Redis stalls. Engine work is CPU-bound and short, so one process still runs one request
+at a time, as a sync worker does.
+
+Limits (``Settings``):
+
+- ``http_header_timeout`` (gunicorn's ``keepalive``): the seconds a connection has to
+  send a whole request line and headers, the first request's as well as the next ones
+  of a kept-alive connection; then it is closed. A client that trickles its headers is
+  dropped after it, however it paces its bytes.
+- ``http_read_timeout``: the seconds of silence allowed within a request body (each
+  read); then the connection is closed.
+- ``http_connections`` (gunicorn's ``worker_connections``): open connections per
+  worker; beyond it new connections wait in the listen backlog.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gunicorn.workers.base_async import AsyncWorker
+from gunicorn.workers.ggevent import GeventWorker
+
+from .config import Settings
+
+WORKER_CLASS = "service.http_server.Worker"
+
+
+class Worker(GeventWorker):  # type: ignore[misc]
+    """gunicorn's gevent worker, with a read timeout on every client connection."""
+
+    def handle(self, listener: Any, client: Any, addr: Any) -> None:
+        # GeventWorker.handle makes the socket blocking with no timeout: a client that
+        # sends nothing would hold its connection for ever.
+        client.settimeout(read_timeout)
+        AsyncWorker.handle(self, listener, client, addr)
+
+
+# Set in the gunicorn master by options(); workers are forked from it.
+read_timeout: float = Settings.http_read_timeout
+
+
+def options(settings: Settings) -> dict[str, Any]:
+    """gunicorn settings of the HTTP API (the benchmark's baseline runs under the same)."""
+    global read_timeout
+    read_timeout = settings.http_read_timeout
+    return {
+        "bind": f"{settings.host}:{settings.http_port}", "workers": settings.workers,
+        "worker_class": WORKER_CLASS, "worker_connections": settings.http_connections,
+        "graceful_timeout": 20, "timeout": 30, "keepalive": settings.http_header_timeout,
+        "accesslog": None, "errorlog": "-", "loglevel": settings.log_level,
+        "limit_request_line": 8190, "proc_name": "ono99-http",
+        "control_socket_disable": True,  # no gunicornc; nothing written under $HOME
+    }
