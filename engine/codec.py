@@ -14,6 +14,7 @@ from typing import Annotated, Any, Final, Literal
 import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 
+from .bounds import MAX_DECK_SIZE, MAX_HAND_SIZE, MAX_PLAYERS, MIN_PLAYERS
 from .cards import CARD_CODES
 from .errors import InvalidInputError, invalid_from_msgspec
 from .game import PLAYER_ID, can_act
@@ -43,7 +44,7 @@ class PlayerDoc(Struct, forbid_unknown_fields=True, omit_defaults=False):
     """One seat of the state document."""
 
     id: SeatId
-    hand: list[Card]
+    hand: Annotated[list[Card], Meta(max_length=MAX_HAND_SIZE)]
     status: Literal["active", "out", "out_of_round"]
     tokens: Annotated[int, Meta(ge=0)] | UnsetType = UNSET
     score: Annotated[int, Meta(ge=0, le=10**9)] = 0
@@ -68,9 +69,9 @@ class StateDoc(Struct, forbid_unknown_fields=True):
     """The game state document: everything needed to continue a game."""
 
     rules: dict[str, Any]
-    players: Annotated[list[PlayerDoc], Meta(min_length=2, max_length=6)]
-    draw_pile: list[Card]
-    discard_pile: list[Card]
+    players: Annotated[list[PlayerDoc], Meta(min_length=MIN_PLAYERS, max_length=MAX_PLAYERS)]
+    draw_pile: Annotated[list[Card], Meta(max_length=MAX_DECK_SIZE)]
+    discard_pile: Annotated[list[Card], Meta(max_length=MAX_DECK_SIZE)]
     total: int
     direction: Literal[1, -1]
     current: PlayerRef | None

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal, Protocol
 import msgspec
 from msgspec import structs
 
+from .bounds import MAX_CARD_COUNT, MAX_DECK_SIZE, MAX_PLAYERS, MIN_PLAYERS
 from .cards import CARD_CODES, CARD_SET, TOTAL_DELTA, deck_cards
 from .errors import IllegalActionError, InvalidInputError, invalid_from_msgspec
 from .rules import Rules, check_combination, resolve_rules
@@ -373,8 +374,8 @@ def check_players(players: Any) -> tuple[str, ...]:
     """Validated player ids (R-PLAYERS: 2 to 6, unique, 1–64 of letters, digits, _ and -)."""
     if not isinstance(players, (list, tuple)):
         raise InvalidInputError("must be a list of player ids", "players")
-    if not 2 <= len(players) <= 6:
-        raise InvalidInputError("a game has 2 to 6 players", "players")
+    if not MIN_PLAYERS <= len(players) <= MAX_PLAYERS:
+        raise InvalidInputError(f"a game has {MIN_PLAYERS} to {MAX_PLAYERS} players", "players")
     for k, pid in enumerate(players):
         if type(pid) is not str or not PLAYER_ID.fullmatch(pid):
             raise InvalidInputError("a player id is 1 to 64 letters, digits, '_' or '-'", f"players[{k}]")
@@ -395,6 +396,10 @@ def new_game(rules: Rules | Mapping[str, Any], players: Iterable[str] | Any,
         counts: dict[str, int] = {}
         for card in order:
             counts[card] = counts.get(card, 0) + 1
+        for card, count in counts.items():
+            if count > MAX_CARD_COUNT:  # the same bound as the rule option (engine/bounds.py)
+                raise InvalidInputError(f"holds {count} of card {card!r}; a deck holds at most "
+                                        f"{MAX_CARD_COUNT} of a card", "deck")
         rules = replace(rules, deck=tuple((c, counts[c]) for c in CARD_CODES if c in counts))
         check_combination(rules)
         seed = 0 if seed is None else check_seed(seed)
@@ -421,6 +426,8 @@ def new_game(rules: Rules | Mapping[str, Any], players: Iterable[str] | Any,
 def _check_deck(deck: Any) -> list[str]:
     if not isinstance(deck, (list, tuple)) or not deck:
         raise InvalidInputError("must be a non-empty list of card codes, top card first", "deck")
+    if len(deck) > MAX_DECK_SIZE:
+        raise InvalidInputError(f"holds {len(deck)} cards; a deck holds at most {MAX_DECK_SIZE}", "deck")
     for k, card in enumerate(deck):
         if type(card) is not str or card not in CARD_SET:
             raise InvalidInputError(f"unknown card code {card!r}", f"deck[{k}]")

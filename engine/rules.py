@@ -9,6 +9,7 @@ from typing import Any, Final
 
 import msgspec
 
+from .bounds import MAX_CARD_COUNT, MAX_HAND_SIZE, MIN_HAND_SIZE
 from .cards import CARD_CODES, CARD_ORDER, CARD_SET, DECK_1980, DECK_2022
 from .errors import InvalidInputError
 
@@ -58,8 +59,9 @@ def _deck(name: str, value: Any) -> Any:
     for card, count in value.items():
         if card not in CARD_SET:
             raise InvalidInputError(f"unknown card code {card!r}", f"rules.{name}")
-        if type(count) is not int or not 0 <= count <= 1000:
-            raise InvalidInputError("a card count must be an integer from 0 to 1000", f"rules.{name}.{card}")
+        if type(count) is not int or not 0 <= count <= MAX_CARD_COUNT:
+            raise InvalidInputError(f"a card count must be an integer from 0 to {MAX_CARD_COUNT}",
+                                    f"rules.{name}.{card}")
     counts = tuple((c, value[c]) for c in CARD_CODES if value.get(c, 0) > 0)
     if not counts:
         raise InvalidInputError("the deck has no card", f"rules.{name}")
@@ -81,9 +83,9 @@ _BOOL: Final = {"type": "boolean"}
 
 OPTIONS: Final = (
     Option("deck", "R-DECK-2022", "card counts, as an object of card code to count", _deck,
-           {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0, "maximum": 1000}}),
-    Option("hand_size", "R-SET-1", "cards dealt to and held by each player", _int_in(1, 20),
-           {"type": "integer", "minimum": 1, "maximum": 20}),
+           {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0, "maximum": MAX_CARD_COUNT}}),
+    Option("hand_size", "R-SET-1", "cards dealt to and held by each player", _int_in(MIN_HAND_SIZE, MAX_HAND_SIZE),
+           {"type": "integer", "minimum": MIN_HAND_SIZE, "maximum": MAX_HAND_SIZE}),
     Option("limit", "R-TURN-2", "a play must leave the total below this", _int_in(1, 10_000),
            {"type": "integer", "minimum": 1, "maximum": 10_000}),
     Option("total_floor", "R-TOT-2", "lowest total a -10 can leave (null: may go negative)", _floor,

@@ -15,6 +15,7 @@ import msgspec
 from marshmallow import fields, validate
 
 import engine
+from engine.bounds import MAX_DECK_SIZE, MAX_PLAYERS, MIN_PLAYERS
 from engine.cards import CARD_CODES
 from engine.codec import StateDoc
 from engine.game import ActionDoc
@@ -95,7 +96,8 @@ class RulesField(fields.Dict):
 
 
 def _players() -> fields.List:  # type: ignore[type-arg]
-    return fields.List(fields.String(validate=PLAYER_ID), required=True, validate=validate.Length(2, 6),
+    return fields.List(fields.String(validate=PLAYER_ID), required=True,
+                       validate=validate.Length(MIN_PLAYERS, MAX_PLAYERS),
                        metadata={"description": "player ids in seat order (clockwise)"})
 
 
@@ -106,7 +108,7 @@ class NewGameSchema(Strict):
     players = _players()
     seed = SeedField(load_default=None)
     deck = fields.List(fields.String(validate=validate.OneOf(CARD_CODES)), load_default=None,
-                       validate=validate.Length(min=1, max=20_000),
+                       validate=validate.Length(min=1, max=MAX_DECK_SIZE),
                        metadata={"description": "explicit deck order, top card first (R-RNG-2)"})
 
 
