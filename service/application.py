@@ -10,7 +10,6 @@ import hashlib
 import hmac
 import logging
 import secrets
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -243,25 +242,15 @@ class Application:
             raise ServiceError("not_found", f"no session {session_id!r} (unknown or expired)")
         return found[0]
 
-    def watch_events(self, session_id: str, token: str | None, after: int, active: Callable[[], bool],
-                     poll: float = 1.0) -> Iterator[Event]:
-        """The session's events after ``after`` and then as they are committed (by any
-        process), as the caller may see them; ends when the session does or ``active()``
-        turns false."""
-        store = self._sessions()
+    def open_watch(self, session_id: str, token: str | None) -> str | None:
+        """Who may watch the session's events: the token's player (None: the service key)."""
         stored = self._load(session_id)
-        viewer = self.authenticate(stored.seats, token)
-        pubsub = store.subscribe(session_id)  # before reading the log, so no commit falls between
-        try:
-            while active():
-                found = self._events_after(session_id, viewer, after)
-                if found is None:
-                    return
-                events, after = found
-                yield from events
-                store.wait(pubsub, poll)
-        finally:
-            pubsub.close()
+        return self.authenticate(stored.seats, token)
+
+    def events_for(self, session_id: str, viewer: str | None, after: int) -> tuple[list[Event], int] | None:
+        """A watcher's next read (see :meth:`open_watch`): the events after ``after`` as
+        ``viewer`` may see them and the latest version, or None once the session is gone."""
+        return self._events_after(session_id, viewer, after)
 
     def _events_after(self, session_id: str, viewer: str | None, after: int) -> tuple[list[Event], int] | None:
         """(events after ``after`` redacted for ``viewer``, latest version), or None if the session is gone."""

@@ -28,6 +28,8 @@ class Settings:
     http_header_timeout: int = 5
     http_read_timeout: float = 10.0
     grpc_threads: int = 32
+    grpc_streams: int = 2000
+    grpc_streams_per_peer: int = 100
     grpc_state_cache_bytes: int = 16 * 1024 * 1024
     metrics_port: int = 9464
     redis_url: str | None = None
@@ -47,6 +49,7 @@ class Settings:
         "workers": "ONO99_WORKERS", "http_connections": "ONO99_HTTP_CONNECTIONS",
         "http_header_timeout": "ONO99_HTTP_HEADER_TIMEOUT", "http_read_timeout": "ONO99_HTTP_READ_TIMEOUT",
         "grpc_threads": "ONO99_GRPC_THREADS",
+        "grpc_streams": "ONO99_GRPC_STREAMS", "grpc_streams_per_peer": "ONO99_GRPC_STREAMS_PER_PEER",
         "grpc_state_cache_bytes": "ONO99_GRPC_STATE_CACHE_BYTES", "metrics_port": "ONO99_METRICS_PORT",
         "redis_url": "REDIS_URL", "redis_timeout": "ONO99_REDIS_TIMEOUT",
         "redis_sentinels": "REDIS_SENTINELS", "redis_sentinel_master": "REDIS_SENTINEL_MASTER",

@@ -21,6 +21,7 @@ HTTP_STATUS = {
     "unsupported_media_type": 415,
     "illegal_action": 422,
     "idempotency_key_reused": 422,
+    "too_many_requests": 429,
     "internal_error": 500,
     "unavailable": 503,
 }
@@ -36,6 +37,7 @@ TITLES = {
     "unsupported_media_type": "Unsupported media type",
     "illegal_action": "Illegal action",
     "idempotency_key_reused": "Idempotency key reused with a different request",
+    "too_many_requests": "Too many requests",
     "internal_error": "Internal error",
     "unavailable": "Session store unavailable",
 }

@@ -15,6 +15,7 @@ from prometheus_client import (
     REGISTRY,
     CollectorRegistry,
     Counter,
+    Gauge,
     Histogram,
     generate_latest,
     multiprocess,
@@ -30,6 +31,7 @@ REDIS_ERRORS = Counter("ono99_redis_errors_total", "Session store calls that fai
 GRPC_STATES = Counter("ono99_grpc_states_total",
                           "States sent to stateless gRPC calls: recognized as returned here, or decoded",
                           ["source"])  # source: recalled|decoded
+GRPC_STREAMS = Gauge("ono99_grpc_event_streams", "Event streams (WatchEvents) open now", multiprocess_mode="livesum")
 
 
 _ACTION_CHILDREN: dict[tuple[str, str, str], Any] = {}

@@ -202,23 +202,6 @@ class SessionStore:
             raise _unavailable(exc) from exc
         return batches if exists else None
 
-    def subscribe(self, session_id: str) -> Any:
-        """A pub/sub subscription to the session's new versions (see ``live_channel``)."""
-        try:
-            pubsub = self.client.pubsub(ignore_subscribe_messages=True)
-            pubsub.subscribe(live_channel(session_id))
-            return pubsub
-        except (redis.ConnectionError, redis.TimeoutError) as exc:
-            raise _unavailable(exc) from exc
-
-    @staticmethod
-    def wait(pubsub: Any, timeout: float) -> bool:
-        """Wait up to ``timeout`` seconds for a new version; True if one was announced."""
-        try:
-            return pubsub.get_message(timeout=timeout) is not None
-        except (redis.ConnectionError, redis.TimeoutError) as exc:
-            raise _unavailable(exc) from exc
-
     def delete(self, session_id: str) -> bool:
         """Delete a session; False if it did not exist."""
         try:

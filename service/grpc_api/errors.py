@@ -21,6 +21,7 @@ GRPC_CODE = {
     "unsupported_media_type": code_pb2.INVALID_ARGUMENT,
     "illegal_action": code_pb2.FAILED_PRECONDITION,
     "idempotency_key_reused": code_pb2.FAILED_PRECONDITION,
+    "too_many_requests": code_pb2.RESOURCE_EXHAUSTED,
     "internal_error": code_pb2.INTERNAL,
     "unavailable": code_pb2.UNAVAILABLE,
 }

@@ -3,12 +3,14 @@ one interceptor (request ids, logs, metrics and seat tokens), health (grpc.healt
 and reflection.
 
 Stateless engine calls run on the event loop (they are short and CPU-bound); session
-calls, which wait on Redis, run on a thread pool of ``ONO99_GRPC_THREADS`` threads.
+calls, which wait on Redis, run on a thread pool of ``ONO99_GRPC_THREADS`` threads;
+event streams wait on the loop (service.live) and use the pool only for their reads.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
 import logging
@@ -32,6 +34,8 @@ from .. import logs, metrics
 from ..application import Application, bearer_token
 from ..config import Settings
 from ..errors import ServiceError, from_engine
+from ..live import LiveVersions
+from ..live import connect as connect_live
 from ..signing import StateSigner
 from ..store import SessionStore
 from . import convert
@@ -334,12 +338,55 @@ class GameServicer(pb_grpc.GameServiceServicer):
         return pb.ViewResponse(view=_view(self.app.view(self._state(request.state), player)))
 
 
+class StreamLimits:
+    """How many event streams may be open at once: in all, and from one peer address.
+    Beyond either, a new stream is refused with RESOURCE_EXHAUSTED."""
+
+    def __init__(self, total: int, per_peer: int) -> None:
+        self.total, self.per_peer = total, per_peer
+        self.open: dict[str, int] = {}
+        self.count = 0
+
+    def take(self, peer: str) -> None:
+        """Count a new stream from ``peer``, or raise ``too_many_requests``."""
+        mine = self.open.get(peer, 0)
+        if self.count >= self.total:
+            raise ServiceError("too_many_requests", f"the server holds its limit of {self.total} event streams; "
+                               "try again later", limit=self.total)
+        if mine >= self.per_peer:
+            raise ServiceError("too_many_requests", f"at most {self.per_peer} event streams per client address",
+                               limit=self.per_peer)
+        self.open[peer] = mine + 1
+        self.count += 1
+        metrics.GRPC_STREAMS.set(self.count)
+
+    def give_back(self, peer: str) -> None:
+        """A stream from ``peer`` ended."""
+        self.count -= 1
+        left = self.open[peer] - 1
+        if left:
+            self.open[peer] = left
+        else:
+            del self.open[peer]
+        metrics.GRPC_STREAMS.set(self.count)
+
+
+def _peer_address(peer: str) -> str:
+    """The client address of a grpc peer string ("ipv4:1.2.3.4:5678", "ipv6:[::1]:5678")."""
+    kind, _, rest = peer.partition(":")
+    return f"{kind}:{rest.rpartition(':')[0]}" if kind in ("ipv4", "ipv6") else peer
+
+
 class SessionServicer(pb_grpc.SessionServiceServicer):
     """Sessions, on the thread pool; the seat token comes from :class:`CallInterceptor`."""
 
-    def __init__(self, app: Application, calls: Calls) -> None:
+    def __init__(self, app: Application, calls: Calls, live: LiveVersions | None, streams: StreamLimits,
+                 recheck: float = 15.0) -> None:
         self.app = app
         self.calls = calls
+        self.live = live
+        self.streams = streams
+        self.recheck = recheck  # seconds between reads of a quiet stream's log (a missed message, an ended session)
 
     async def CreateSession(self, request: pb.CreateSessionRequest,
                       context: grpc.aio.ServicerContext) -> pb.CreateSessionResponse:
@@ -384,17 +431,34 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
 
     async def WatchEvents(self, request: pb.WatchEventsRequest,
                           context: grpc.aio.ServicerContext) -> AsyncIterator[pb.Event]:
-        open_ = threading.Event()
-        open_.set()
-        stream = self.app.watch_events(request.session_id, SEAT_TOKEN.get(), request.after_version, open_.is_set)
+        """The log after ``after_version``, then each new version as it is committed.
+
+        A waiting stream holds no thread: it waits on the process's one pub/sub
+        subscription (service.live); only its short Redis reads use the pool."""
+        peer = _peer_address(context.peer())
         try:
-            while True:
-                event = await self.calls.answer(context, lambda: next(stream, None))
-                if event is None:
-                    return
-                yield convert.event_message(event)
+            if self.live is None:
+                raise ServiceError("unavailable", "sessions are disabled on this service")
+            self.streams.take(peer)
+        except ServiceError as error:
+            await _abort(context, error)
+        try:
+            session_id, after = request.session_id, request.after_version
+            viewer = await self.calls.answer(context, lambda: self.app.open_watch(session_id, SEAT_TOKEN.get()))
+            async with self.live.watch(session_id) as changed:  # type: ignore[union-attr]
+                while True:
+                    changed.clear()
+                    read = functools.partial(self.app.events_for, session_id, viewer, after)
+                    found = await self.calls.answer(context, read)
+                    if found is None:
+                        return  # the session ended
+                    events, after = found
+                    for event in events:
+                        yield convert.event_message(event)
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(changed.wait(), self.recheck)
         finally:
-            open_.clear()  # a cancelled call ends the watch loop in its thread within a poll
+            self.streams.give_back(peer)
 
     async def DeleteSession(self, request: pb.DeleteSessionRequest,
                       context: grpc.aio.ServicerContext) -> pb.DeleteSessionResponse:
@@ -455,7 +519,12 @@ class GrpcServer:
         services = GenericHandlersOnly(server)
         pb_grpc.add_GameServiceServicer_to_server(
             GameServicer(self.app, RecentStates(self.settings.grpc_state_cache_bytes)), services)  # type: ignore[no-untyped-call]
-        pb_grpc.add_SessionServiceServicer_to_server(SessionServicer(self.app, self.calls), services)  # type: ignore[no-untyped-call]
+        live = None
+        if self.store is not None:
+            live = LiveVersions(connect_live(self.settings))
+            await live.start()
+        streams = StreamLimits(self.settings.grpc_streams, self.settings.grpc_streams_per_peer)
+        pb_grpc.add_SessionServiceServicer_to_server(SessionServicer(self.app, self.calls, live, streams), services)  # type: ignore[no-untyped-call]
         checks = health.aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(checks, services)
         reflection_pb2_grpc.add_ServerReflectionServicer_to_server(reflection.aio.ReflectionServicer(
@@ -472,6 +541,8 @@ class GrpcServer:
         watcher.cancel()
         await checks.enter_graceful_shutdown()
         await server.stop(self.grace)
+        if live is not None:
+            await live.stop()
         self.calls.pool.shutdown(wait=False, cancel_futures=True)
         log.info("gRPC API stopped")
 
