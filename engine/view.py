@@ -63,7 +63,9 @@ def view_seat(state: GameState, viewer: str | None) -> int | None:
         return None
     seat = state.seat(viewer)
     if seat is None:
-        raise InvalidInputError(f"{viewer!r} does not play in this game", "player")
+        # Player ids are at most 64 characters: a longer name is not echoed back.
+        shown = repr(viewer) if len(viewer) <= 64 else f"a {len(viewer)}-character name"
+        raise InvalidInputError(f"{shown} does not play in this game", "player")
     return seat
 
 

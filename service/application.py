@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
+import re
 import secrets
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +34,15 @@ _decode_answer = msgspec.json.Decoder(dict[str, Any])
 
 MAX_IDEMPOTENCY_KEY = 200  # characters
 SESSION_TTL_RANGE = (60, 30 * 86_400)  # seconds a caller may ask a session to live idle
+EVENTS_AFTER_RANGE = (0, 10**9)  # versions a caller may ask for the events after
+# Session ids are made by secrets.token_urlsafe (22 characters); anything else is no
+# session, and is never echoed back whole (a 100 KB id would not fit in gRPC metadata).
+SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def is_session_id(value: str) -> bool:
+    """Whether ``value`` has the shape of a session id (it may still be unknown)."""
+    return SESSION_ID.fullmatch(value) is not None
 
 
 def _engine(call: Any, *args: Any, **kwargs: Any) -> Any:
@@ -163,6 +173,8 @@ class Application:
         return found
 
     def _load(self, session_id: str, idempotency_key: str | None = None) -> Any:
+        if not is_session_id(session_id):
+            raise ServiceError("not_found", "no such session (a session id is 1 to 64 letters, digits, '_' or '-')")
         stored = self._sessions().read(session_id, idempotency_key)
         if stored is None:
             raise ServiceError("not_found", f"no session {session_id!r} (unknown or expired)")
@@ -233,19 +245,29 @@ class Application:
         view = msgspec.convert(record["view"], engine.ViewDoc)
         return SessionAnswer(session_id, record["version"], view.viewer, record["events"], view, replayed=True)
 
-    def session_events(self, session_id: str, token: str | None, after: int) -> list[Event]:
-        """The session's events after version ``after``, each with its ``version``, as the caller may see them."""
+    def session_events(self, session_id: str, token: str | None, after: int,
+                       after_field: str = "after") -> list[Event]:
+        """The session's events after version ``after``, each with its ``version``, as the
+        caller may see them (a read: it renews the session's time to live). ``after_field``
+        names ``after`` as the transport takes it, for errors."""
+        _check_after(after, after_field)
         stored = self._load(session_id)
         viewer = self.authenticate(stored.seats, token)
+        self._sessions().touch(session_id, stored.ttl)
         found = self._events_after(session_id, viewer, after)
         if found is None:
             raise ServiceError("not_found", f"no session {session_id!r} (unknown or expired)")
         return found[0]
 
-    def open_watch(self, session_id: str, token: str | None) -> str | None:
-        """Who may watch the session's events: the token's player (None: the service key)."""
+    def open_watch(self, session_id: str, token: str | None, after: int = 0,
+                   after_field: str = "after") -> str | None:
+        """Who may watch the session's events after ``after``: the token's player (None:
+        the service key). Opening a watch is a read: it renews the session's time to live."""
+        _check_after(after, after_field)
         stored = self._load(session_id)
-        return self.authenticate(stored.seats, token)
+        viewer = self.authenticate(stored.seats, token)
+        self._sessions().touch(session_id, stored.ttl)
+        return viewer
 
     def events_for(self, session_id: str, viewer: str | None, after: int) -> tuple[list[Event], int] | None:
         """A watcher's next read (see :meth:`open_watch`): the events after ``after`` as
@@ -287,6 +309,12 @@ def _apply_counted(mode: str, state: GameState, action: Any) -> tuple[GameState,
     if next_state.status == "over":
         metrics.GAMES_FINISHED.labels(next_state.rules.edition).inc()
     return next_state, events
+
+
+def _check_after(after: int, field: str) -> None:
+    low, high = EVENTS_AFTER_RANGE
+    if not low <= after <= high:
+        raise ServiceError("invalid_request", f"{field} must be from {low} to {high}", field=field)
 
 
 def bearer_token(header: str | None) -> str | None:

@@ -31,7 +31,7 @@ from prometheus_client import start_http_server
 import engine
 
 from .. import logs, metrics
-from ..application import Application, bearer_token
+from ..application import Application, bearer_token, is_session_id
 from ..config import Settings
 from ..errors import ServiceError, from_engine
 from ..live import LiveVersions
@@ -119,7 +119,7 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         def begin(request: Any, context: grpc.aio.ServicerContext) -> float:
             fields = {"request_id": logs.request_id(_metadata("x-request-id"))}
             session_id = getattr(request, "session_id", None) if session_call else None
-            if session_id:
+            if session_id and is_session_id(session_id):  # never a caller's 100 KB string
                 fields["session_id"] = session_id
             logs.CONTEXT.set(fields)
             return time.perf_counter()
@@ -423,7 +423,8 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
     async def ListEvents(self, request: pb.ListEventsRequest,
                    context: grpc.aio.ServicerContext) -> pb.ListEventsResponse:
         def work() -> pb.ListEventsResponse:
-            events = self.app.session_events(request.session_id, SEAT_TOKEN.get(), request.after_version)
+            events = self.app.session_events(request.session_id, SEAT_TOKEN.get(), request.after_version,
+                                             after_field="after_version")
             response = pb.ListEventsResponse()
             convert.add_events(response.events, events)
             return response
@@ -444,7 +445,8 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
             await _abort(context, error)
         try:
             session_id, after = request.session_id, request.after_version
-            viewer = await self.calls.answer(context, lambda: self.app.open_watch(session_id, SEAT_TOKEN.get()))
+            viewer = await self.calls.answer(context, lambda: self.app.open_watch(
+                session_id, SEAT_TOKEN.get(), after, after_field="after_version"))
             async with self.live.watch(session_id) as changed:  # type: ignore[union-attr]
                 while True:
                     changed.clear()

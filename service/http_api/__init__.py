@@ -11,7 +11,7 @@ from flask_smorest import Api
 from werkzeug.exceptions import HTTPException
 
 from .. import logs, metrics
-from ..application import Application
+from ..application import Application, is_session_id
 from ..config import Settings
 from ..errors import ServiceError
 from ..signing import StateSigner, warn_unsigned_states
@@ -89,7 +89,8 @@ def create_app(settings: Settings | None = None, *, warn_unsigned: bool = True) 
         g.started = time.perf_counter()
         g.request_id = logs.request_id(request.headers.get("X-Request-ID"))
         logs.CONTEXT.set({"request_id": g.request_id})
-        logs.bind(session_id=(request.view_args or {}).get("session_id"))
+        session_id = (request.view_args or {}).get("session_id")
+        logs.bind(session_id=session_id if session_id and is_session_id(session_id) else None)
 
     @app.after_request
     def _finish(response: Response) -> Response:

@@ -23,7 +23,7 @@ from engine.rules import rules_json_schema
 from engine.shuffle import SEED_MAX, SEED_MAX_LENGTH, SEED_MIN, check_seed
 from engine.view import ViewDoc
 
-from ..application import SESSION_TTL_RANGE
+from ..application import EVENTS_AFTER_RANGE, SESSION_TTL_RANGE
 
 PLAYER_ID = validate.Regexp(r"^[A-Za-z0-9_-]{1,64}$", error="a player id is 1 to 64 letters, digits, '_' or '-'")
 
@@ -115,7 +115,7 @@ class NewGameSchema(Strict):
 class NewSessionSchema(NewGameSchema):
     """Body of POST /v1/sessions."""
 
-    ttl_seconds = fields.Integer(load_default=None, validate=validate.Range(*SESSION_TTL_RANGE),
+    ttl_seconds = fields.Integer(strict=True, load_default=None, validate=validate.Range(*SESSION_TTL_RANGE),
                                  metadata={"description": "idle time before the session expires"})
 
 
@@ -205,7 +205,7 @@ class SessionActionSchema(Strict):
     """Body of POST /v1/sessions/{id}/actions."""
 
     action = ActionField(required=True)
-    expected_version = fields.Integer(load_default=None, validate=validate.Range(min=1),
+    expected_version = fields.Integer(strict=True, load_default=None, validate=validate.Range(min=1),
                                       metadata={"description": "apply only if the session is at this version"})
 
 
@@ -220,7 +220,7 @@ class SessionActedSchema(ma.Schema):
 class EventsQuerySchema(Strict):
     """Query of GET /v1/sessions/{id}/events."""
 
-    after = fields.Integer(load_default=0, validate=validate.Range(min=0, max=10**9),
+    after = fields.Integer(load_default=0, validate=validate.Range(*EVENTS_AFTER_RANGE),
                            metadata={"description": "version already seen"})
 
 

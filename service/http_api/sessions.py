@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from flask import Response, request
@@ -27,6 +28,7 @@ blp = ApiBlueprint("sessions", __name__, url_prefix="/v1/sessions",
                    description="Games kept by the service; each seat authenticates with its token")
 
 AUTH: list[dict[str, list[str]]] = [{"seatToken": []}]
+_ETAG = re.compile(r"v[0-9]{1,18}")
 
 
 def _token() -> str | None:
@@ -39,7 +41,7 @@ def _if_match() -> int | None:
     if not raw:
         return None
     tag = raw.strip().removeprefix("W/").strip('"')
-    if not tag.startswith("v") or not tag[1:].isdigit():
+    if not _ETAG.fullmatch(tag):  # ASCII digits only, and few enough for an int
         raise ServiceError("invalid_request", 'If-Match takes an ETag of this API, such as "v7"',
                            field="If-Match")
     return int(tag[1:])

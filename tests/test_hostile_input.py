@@ -1,0 +1,374 @@
+"""Malformed input from a hostile client, against real HTTP and gRPC servers.
+
+Whatever a client sends, it gets the documented 4xx / gRPC status, never a 5xx nor a
+status the transport makes up: deeply nested JSON, versions past any int64, strings and
+floats where integers belong, chunked bodies past ONO99_MAX_BODY_BYTES, huge session
+ids, signatures with extra characters. Reads of events renew a session's time to live,
+as every other read does.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import grpc
+import pytest
+import redis
+import requests
+from grpc_status import rpc_status
+
+from engine import decode_state, legal_actions
+from service.grpc_api import convert
+from service.grpc_api.gen import ono99_pb2 as pb
+from service.grpc_api.gen import ono99_pb2_grpc as pb_grpc
+from service.store import keys
+from tests.conftest import SERVICE_KEY, start_grpc, start_http
+
+MAX_BODY = 256 * 1024  # ONO99_MAX_BODY_BYTES' default
+KEY = [("authorization", f"Bearer {SERVICE_KEY}")]
+
+
+@pytest.fixture(scope="module")
+def servers(throwaway_redis):
+    http, rpc = start_http(throwaway_redis), start_grpc(throwaway_redis)
+    channel = grpc.insecure_channel(rpc.url, options=[("grpc.max_send_message_length", 4 * MAX_BODY)])
+    yield http, channel, throwaway_redis
+    channel.close()
+    rpc.stop()
+    http.stop()
+
+
+def _auth(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def _session(http, **extra) -> dict:
+    made = requests.post(f"{http.url}/v1/sessions", json={"rules": {"edition": "2022"}, "players": ["ann", "bob"],
+                                                          "seed": 3, **extra}, timeout=5)
+    assert made.status_code == 201, made.text
+    return made.json()
+
+
+def _first_action(http, sid: str) -> dict:
+    state = decode_state(requests.get(f"{http.url}/v1/sessions/{sid}", headers=_auth(SERVICE_KEY),
+                                      timeout=5).json()["state"])
+    a = legal_actions(state)[0]
+    return {"player": a.player, "type": a.type, **({"card": a.card} if a.card else {})}
+
+
+def _info(exc: grpc.RpcError) -> dict[str, str]:
+    from google.rpc import error_details_pb2
+
+    status = rpc_status.from_call(exc)
+    assert status is not None, (exc.code(), exc.details())
+    info = error_details_pb2.ErrorInfo()
+    status.details[0].Unpack(info)
+    return {"reason": info.reason, **info.metadata}
+
+
+# --- (a) deeply nested JSON ------------------------------------------------------------------
+
+def _nested_arrays(depth: int) -> bytes:
+    return b"[" * depth + b"]" * depth
+
+
+def _nested_objects(depth: int) -> bytes:
+    return b'{"a":' * depth + b"1" + b"}" * depth
+
+
+@pytest.mark.parametrize("body", [
+    _nested_arrays(100_000),
+    _nested_objects(40_000),
+    b'{"rules": ' + _nested_arrays(100_000) + b', "players": ["ann", "bob"]}',
+    b'{"rules": {"edition": "2022", "deck": {"7": ' + _nested_arrays(5_000) + b'}}, "players": ["ann", "bob"]}',
+    b'{"rules": {"edition": "2022", "deck": {"7": ' + _nested_arrays(900) + b'}}, "players": ["ann", "bob"]}',
+    b'{"rules": {"edition": "2022", "x": ' + _nested_objects(990) + b'}, "players": ["ann", "bob"]}',
+], ids=["arrays-100000", "objects-40000", "rules-arrays-100000", "deck-arrays-5000", "deck-arrays-900",
+        "rules-objects-990"])
+@pytest.mark.parametrize("path", ["/v1/games", "/v1/sessions", "/v1/games/apply", "/v1/games/view"])
+def test_deeply_nested_json_is_400_not_500(servers, path, body):
+    http, _, _ = servers
+    assert len(body) <= MAX_BODY
+    answer = requests.post(f"{http.url}{path}", data=body, headers={"Content-Type": "application/json"}, timeout=10)
+    assert answer.status_code == 400, answer.text[:300]
+    assert answer.json()["code"] == "invalid_request"
+
+
+def test_deeply_nested_json_in_a_session_action_is_400(servers):
+    http, _, _ = servers
+    s = _session(http)
+    for body in (_nested_arrays(100_000), b'{"action": ' + _nested_objects(40_000) + b"}"):
+        answer = requests.post(f"{http.url}/v1/sessions/{s['session_id']}/actions", data=body,
+                               headers={**_auth(s["seats"]["ann"]), "Content-Type": "application/json"}, timeout=10)
+        assert answer.status_code == 400, answer.text[:300]
+
+
+# --- (b) event versions past any int64 over gRPC -----------------------------------------------
+
+@pytest.mark.parametrize("after", [2**31, 10**9 + 1, 2**63 - 1, 2**63, 2**64 - 1])
+def test_grpc_events_after_a_version_out_of_range_are_invalid_argument(servers, after):
+    http, channel, _ = servers
+    s = _session(http)
+    sessions = pb_grpc.SessionServiceStub(channel)
+    with pytest.raises(grpc.RpcError) as listed:
+        sessions.ListEvents(pb.ListEventsRequest(session_id=s["session_id"], after_version=after),
+                            metadata=KEY, timeout=5)
+    assert listed.value.code() == grpc.StatusCode.INVALID_ARGUMENT, listed.value.details()
+    assert _info(listed.value)["field"] == "after_version"
+    watch = sessions.WatchEvents(pb.WatchEventsRequest(session_id=s["session_id"], after_version=after),
+                                 metadata=KEY, timeout=5)
+    with pytest.raises(grpc.RpcError) as watched:
+        next(iter(watch))
+    assert watched.value.code() == grpc.StatusCode.INVALID_ARGUMENT, watched.value.details()
+
+
+def test_grpc_events_after_the_last_version_within_range_are_empty(servers):
+    http, channel, _ = servers
+    s = _session(http)
+    listed = pb_grpc.SessionServiceStub(channel).ListEvents(
+        pb.ListEventsRequest(session_id=s["session_id"], after_version=10**9), metadata=KEY, timeout=5)
+    assert list(listed.events) == []
+
+
+# --- (c) wrong types where integers belong -----------------------------------------------------
+
+@pytest.mark.parametrize("value", ["1", 1.5, 1.0, 1e308, True, [1], {"v": 1}])
+def test_expected_version_of_the_wrong_type_is_400(servers, value):
+    http, _, _ = servers
+    s = _session(http)
+    sid = s["session_id"]
+    answer = requests.post(f"{http.url}/v1/sessions/{sid}/actions", headers=_auth(SERVICE_KEY),
+                           json={"action": _first_action(http, sid), "expected_version": value}, timeout=5)
+    assert answer.status_code == 400, answer.text[:300]
+    assert "expected_version" in answer.json()["errors"]["json"]
+    # Nothing was applied.
+    assert requests.get(f"{http.url}/v1/sessions/{sid}", headers=_auth(SERVICE_KEY), timeout=5).json()["version"] == 1
+
+
+@pytest.mark.parametrize("value", ["3600", 3600.0, 3600.5, True, 1e308])
+def test_ttl_seconds_of_the_wrong_type_is_400(servers, value):
+    http, _, _ = servers
+    answer = requests.post(f"{http.url}/v1/sessions", json={"rules": {"edition": "2022"}, "players": ["ann", "bob"],
+                                                            "ttl_seconds": value}, timeout=5)
+    assert answer.status_code == 400, answer.text[:300]
+    assert "ttl_seconds" in answer.json()["errors"]["json"]
+
+
+def test_integers_of_the_right_type_still_work(servers):
+    http, _, _ = servers
+    s = _session(http, ttl_seconds=3600)
+    sid = s["session_id"]
+    answer = requests.post(f"{http.url}/v1/sessions/{sid}/actions", headers=_auth(SERVICE_KEY),
+                           json={"action": _first_action(http, sid), "expected_version": 1}, timeout=5)
+    assert answer.status_code == 200, answer.text
+
+
+@pytest.mark.parametrize("header", ['"v\u00b2"', '"v' + "9" * 5000 + '"', '"v-1"', '"v1.0"', "v"])
+def test_if_match_that_is_no_etag_of_this_api_is_400(servers, header):
+    http, _, _ = servers
+    s = _session(http)
+    sid = s["session_id"]
+    answer = requests.post(f"{http.url}/v1/sessions/{sid}/actions",
+                           headers={**_auth(SERVICE_KEY), "If-Match": header.encode("latin-1")},
+                           json={"action": _first_action(http, sid)}, timeout=5)
+    assert answer.status_code == 400, answer.text[:300]
+    assert answer.json()["field"] == "If-Match"
+
+
+# --- (d) chunked bodies past the size limit --------------------------------------------------------
+
+def _chunked(http, path: str, body: bytes, chunk: int = 16 * 1024) -> tuple[int, bytes]:
+    """POST ``body`` with Transfer-Encoding: chunked (no Content-Length) over a raw socket."""
+    with socket.create_connection(("127.0.0.1", http.port), timeout=10) as sock:
+        sock.sendall(f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n".encode())
+        try:
+            for start in range(0, len(body), chunk):
+                part = body[start:start + chunk]
+                sock.sendall(b"%x\r\n%s\r\n" % (len(part), part))
+            sock.sendall(b"0\r\n\r\n")
+        except OSError:
+            pass  # the server may answer and close before it has read everything
+        reply = b""
+        while True:
+            try:
+                data = sock.recv(65536)
+            except OSError:
+                break
+            if not data:
+                break
+            reply += data
+    head, _, rest = reply.partition(b"\r\n\r\n")
+    return int(head.split(b" ", 2)[1]), rest
+
+
+def _padded(size: int) -> bytes:
+    """A valid new-game body of exactly ``size`` bytes (padded with spaces)."""
+    body = b'{"rules": {"edition": "2022"}, "players": ["ann", "bob"], "seed": 1}'
+    return body[:-1] + b" " * (size - len(body)) + b"}"
+
+
+@pytest.mark.parametrize("size", [MAX_BODY + 1, MAX_BODY + 64 * 1024, 4 * MAX_BODY])
+def test_chunked_body_over_the_limit_is_413(servers, size):
+    http, _, _ = servers
+    status, body = _chunked(http, "/v1/games", _padded(size))
+    assert status == 413, body[:300]
+    assert b"too_large" in body
+
+
+def test_chunked_body_at_the_limit_is_served(servers):
+    http, _, _ = servers
+    for size in (1000, MAX_BODY):
+        status, body = _chunked(http, "/v1/games", _padded(size))
+        assert status == 201, body[:300]
+
+
+# --- (e) huge session ids ----------------------------------------------------------------------
+
+LONG_ID = "S" * 100_000
+
+
+def test_grpc_huge_unknown_session_id_is_not_found_without_echoing_it(servers):
+    _, channel, _ = servers
+    sessions = pb_grpc.SessionServiceStub(channel)
+    action = pb.Action(player="ann", type=pb.ACTION_TYPE_PLAY, card=pb.CARD_7)
+    calls = [
+        lambda: sessions.GetSession(pb.GetSessionRequest(session_id=LONG_ID), metadata=KEY, timeout=5),
+        lambda: sessions.Act(pb.ActRequest(session_id=LONG_ID, action=action), metadata=KEY, timeout=5),
+        lambda: sessions.ListEvents(pb.ListEventsRequest(session_id=LONG_ID), metadata=KEY, timeout=5),
+        lambda: next(iter(sessions.WatchEvents(pb.WatchEventsRequest(session_id=LONG_ID), metadata=KEY,
+                                               timeout=5))),
+        lambda: sessions.DeleteSession(pb.DeleteSessionRequest(session_id=LONG_ID), metadata=KEY, timeout=5),
+    ]
+    for call in calls:
+        with pytest.raises(grpc.RpcError) as refused:
+            call()
+        assert refused.value.code() == grpc.StatusCode.NOT_FOUND, refused.value.code()
+        assert len(refused.value.details()) < 300 and "SSSS" * 100 not in refused.value.details()
+        assert _info(refused.value)["reason"] == "not_found"
+
+
+def test_grpc_huge_viewer_is_invalid_argument_without_echoing_it(servers):
+    _, channel, _ = servers
+    games = pb_grpc.GameServiceStub(channel)
+    made = games.NewGame(pb.NewGameRequest(rules=pb.Rules(edition="2022"), players=["ann", "bob"], seed_int=1),
+                         timeout=5)
+    with pytest.raises(grpc.RpcError) as refused:
+        games.View(pb.ViewRequest(state=made.state, player="p" * 100_000), timeout=5)
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert len(refused.value.details()) < 300
+
+
+def test_http_long_unknown_session_id_is_404_without_echoing_it(servers):
+    http, _, _ = servers
+    long_id = "S" * 7_000
+    for method, suffix in (("GET", ""), ("DELETE", ""), ("GET", "/events"), ("POST", "/actions")):
+        answer = requests.request(method, f"{http.url}/v1/sessions/{long_id}{suffix}", headers=_auth(SERVICE_KEY),
+                                  json={"action": {"player": "ann", "type": "play", "card": "7"}}
+                                  if method == "POST" else None, timeout=5)
+        assert answer.status_code == 404, answer.text[:300]
+        assert long_id not in answer.text and len(answer.content) < 1000
+
+
+def test_a_real_session_id_is_still_found_and_an_unknown_short_one_is_named(servers):
+    http, channel, _ = servers
+    s = _session(http)
+    got = pb_grpc.SessionServiceStub(channel).GetSession(pb.GetSessionRequest(session_id=s["session_id"]),
+                                                          metadata=KEY, timeout=5)
+    assert got.session_id == s["session_id"]
+    missing = requests.get(f"{http.url}/v1/sessions/no-such-session", headers=_auth(SERVICE_KEY), timeout=5)
+    assert missing.status_code == 404 and "no-such-session" in missing.json()["detail"]
+
+
+# --- (f) signatures with extra characters ---------------------------------------------------------
+
+def _tampered(signature: str) -> list[str]:
+    return [signature + "!", "!" + signature, signature[:5] + "." + signature[5:], signature + "=",
+            signature + "==", signature + " ", signature + "\n", signature[:10] + "*" + signature[10:]]
+
+
+def test_http_state_signature_with_extra_characters_is_refused(servers):
+    http, _, _ = servers
+    made = requests.post(f"{http.url}/v1/games", json={"rules": {"edition": "2022"}, "players": ["ann", "bob"],
+                                                       "seed": 4}, timeout=5).json()
+    body = {"state": made["state"]}
+    assert requests.post(f"{http.url}/v1/games/legal-actions", json={**body, "state_signature":
+                                                                     made["state_signature"]}, timeout=5).ok
+    for signature in _tampered(made["state_signature"]):
+        answer = requests.post(f"{http.url}/v1/games/legal-actions", json={**body, "state_signature": signature},
+                               timeout=5)
+        assert answer.status_code == 400, (signature, answer.text[:300])
+        assert answer.json()["reason"] == "signature_invalid"
+
+
+def test_grpc_state_signature_with_extra_characters_is_refused(servers):
+    _, channel, _ = servers
+    games = pb_grpc.GameServiceStub(channel)
+    made = games.NewGame(pb.NewGameRequest(rules=pb.Rules(edition="2022"), players=["ann", "bob"], seed_int=4),
+                         timeout=5)
+    games.LegalActions(pb.LegalActionsRequest(state=made.state), timeout=5)
+    for signature in _tampered(made.state.signature):
+        sent = pb.SignedState(state=made.state.state, signature=signature)
+        with pytest.raises(grpc.RpcError) as refused:
+            games.LegalActions(pb.LegalActionsRequest(state=sent), timeout=5)
+        assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT, signature
+        assert _info(refused.value)["reason"] == "signature_invalid"
+
+
+# --- (g) reads of events renew the session's time to live ------------------------------------------
+
+def _aged(redis_url: str, sid: str, seconds: int = 100) -> redis.Redis:
+    """Let the session's keys age: their time to live down to ``seconds``."""
+    client = redis.Redis.from_url(redis_url)
+    for key in keys(sid)[:2]:
+        client.expire(key, seconds)
+    return client
+
+
+def _renewed(client: redis.Redis, sid: str, ttl: int) -> bool:
+    return all(client.ttl(key) > ttl - 30 for key in keys(sid)[:2])
+
+
+def test_http_events_read_renews_the_session_ttl(servers):
+    http, _, redis_url = servers
+    s = _session(http, ttl_seconds=3600)
+    client = _aged(redis_url, s["session_id"])
+    answer = requests.get(f"{http.url}/v1/sessions/{s['session_id']}/events", headers=_auth(s["seats"]["ann"]),
+                          timeout=5)
+    assert answer.status_code == 200
+    assert _renewed(client, s["session_id"], 3600), [client.ttl(k) for k in keys(s["session_id"])]
+
+
+def test_grpc_list_and_watch_events_renew_the_session_ttl(servers):
+    http, channel, redis_url = servers
+    sessions = pb_grpc.SessionServiceStub(channel)
+    s = _session(http, ttl_seconds=3600)
+    sid, token = s["session_id"], [("authorization", f"Bearer {s['seats']['bob']}")]
+    client = _aged(redis_url, sid)
+    sessions.ListEvents(pb.ListEventsRequest(session_id=sid), metadata=token, timeout=5)
+    assert _renewed(client, sid, 3600)
+
+    client = _aged(redis_url, sid)
+    watch = sessions.WatchEvents(pb.WatchEventsRequest(session_id=sid), metadata=token, timeout=10)
+    deadline = time.monotonic() + 5
+    while not _renewed(client, sid, 3600) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    watch.cancel()
+    assert _renewed(client, sid, 3600), [client.ttl(k) for k in keys(sid)]
+
+
+def test_grpc_session_calls_work_over_a_real_game(servers):
+    """The checks above leave ordinary calls alone: a few actions, then their events."""
+    http, channel, _ = servers
+    sessions = pb_grpc.SessionServiceStub(channel)
+    s = _session(http)
+    sid = s["session_id"]
+    for version in (1, 2):
+        state = decode_state(requests.get(f"{http.url}/v1/sessions/{sid}", headers=_auth(SERVICE_KEY),
+                                          timeout=5).json()["state"])
+        a = legal_actions(state)[0]
+        sessions.Act(pb.ActRequest(session_id=sid, action=convert.action_message(a), expected_version=version),
+                     metadata=[("authorization", f"Bearer {s['seats'][a.player]}")], timeout=5)
+    listed = sessions.ListEvents(pb.ListEventsRequest(session_id=sid, after_version=1), metadata=KEY, timeout=5)
+    assert {e.version for e in listed.events} == {2, 3}
