@@ -34,6 +34,8 @@ class Settings:
     metrics_port: int = 9464
     redis_url: str | None = None
     redis_timeout: float = 0.5
+    redis_breaker_failures: int = 3
+    redis_breaker_reset: float = 2.0
     redis_sentinels: str | None = None
     redis_sentinel_master: str = "mymaster"
     redis_cluster: bool = False
@@ -52,6 +54,7 @@ class Settings:
         "grpc_streams": "ONO99_GRPC_STREAMS", "grpc_streams_per_peer": "ONO99_GRPC_STREAMS_PER_PEER",
         "grpc_state_cache_bytes": "ONO99_GRPC_STATE_CACHE_BYTES", "metrics_port": "ONO99_METRICS_PORT",
         "redis_url": "REDIS_URL", "redis_timeout": "ONO99_REDIS_TIMEOUT",
+        "redis_breaker_failures": "ONO99_REDIS_BREAKER_FAILURES", "redis_breaker_reset": "ONO99_REDIS_BREAKER_RESET",
         "redis_sentinels": "REDIS_SENTINELS", "redis_sentinel_master": "REDIS_SENTINEL_MASTER",
         "redis_cluster": "REDIS_CLUSTER",
         "sessions": "ONO99_SESSIONS", "session_ttl": "ONO99_SESSION_TTL",
@@ -70,6 +73,15 @@ class Settings:
 
         return connect(self.redis_url, self.redis_timeout, self.redis_sentinels, self.redis_sentinel_master,
                        self.redis_cluster)
+
+    def session_store(self) -> Any:
+        """The session store for these settings (a service.store.SessionStore), or None
+        when sessions are off or no Redis is configured."""
+        if not (self.sessions and self.redis_configured):
+            return None
+        from .store import SessionStore
+
+        return SessionStore(self.connect_redis(), self.redis_breaker_failures, self.redis_breaker_reset)
 
     @classmethod
     def from_env(cls, **overrides: Any) -> Settings:

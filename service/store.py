@@ -15,8 +15,10 @@ two round trips: one pipelined read, one compare-and-set script.
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import redis
 from redis.backoff import ExponentialBackoff
@@ -97,9 +99,11 @@ def connect(url: str | None, timeout: float, sentinels: str | None = None,
     ``cluster`` the URL names any node of a Redis Cluster; a session's keys share a
     slot (the ``{session id}`` hash tag), so its scripts and pipelines stay on one node.
     """
-    options = {"socket_timeout": timeout, "socket_connect_timeout": timeout,
-               "retry": Retry(ExponentialBackoff(cap=0.05, base=0.01), retries=1),
-               "retry_on_error": [redis.ConnectionError, redis.TimeoutError], "health_check_interval": 30}
+    # A call gives up after ``timeout``: a timeout is not retried (that would double the
+    # wait); a dropped connection is, once (a failover or an idle connection closed).
+    retry = Retry(ExponentialBackoff(cap=0.05, base=0.01), retries=1, supported_errors=(redis.ConnectionError,))
+    options = {"socket_timeout": timeout, "socket_connect_timeout": timeout, "retry": retry,
+               "health_check_interval": 30}
     if sentinels:
         from redis.sentinel import Sentinel
 
@@ -113,8 +117,7 @@ def connect(url: str | None, timeout: float, sentinels: str | None = None,
         from redis.cluster import RedisCluster
 
         return RedisCluster.from_url(
-            url, socket_timeout=timeout, socket_connect_timeout=timeout,
-            retry=Retry(ExponentialBackoff(cap=0.05, base=0.01), retries=1))
+            url, socket_timeout=timeout, socket_connect_timeout=timeout, retry=retry)
     return redis.Redis.from_url(url, **options)
 
 
@@ -124,16 +127,72 @@ def _unavailable(exc: Exception, operation: str = "call") -> ServiceError:
     return ServiceError("unavailable", f"the session store cannot be reached ({type(exc).__name__})")
 
 
-class SessionStore:
-    """Session persistence over one Redis (or a Redis Cluster: keys share a slot)."""
+T = TypeVar("T")
 
-    def __init__(self, client: Client) -> None:
+
+class Breaker:
+    """A circuit breaker over the calls to Redis.
+
+    After ``failures`` calls in a row that could not reach Redis it opens: calls are
+    refused at once for ``reset`` seconds. Then calls go through again; the first
+    success closes it, and the first failure opens it for another ``reset`` seconds.
+    It takes no lock around a call, so concurrent calls stay concurrent (pybreaker
+    holds one lock across every guarded call, which would serialize a process' Redis
+    calls); a race between two failures only counts one of them twice.
+    """
+
+    def __init__(self, failures: int, reset: float) -> None:
+        self.failures, self.reset = max(1, failures), reset
+        self.failed = 0
+        self.open_until = 0.0
+
+    def refuses(self) -> float:
+        """Seconds until calls go through again; 0 when they go through now."""
+        if self.failed < self.failures:
+            return 0.0
+        return max(0.0, self.open_until - time.monotonic())
+
+    def succeeded(self) -> None:
+        self.failed = 0
+
+    def failed_once(self) -> None:
+        self.failed += 1
+        if self.failed >= self.failures:
+            if self.failed == self.failures:
+                log.warning("session store unreachable: refusing calls", extra={"seconds": self.reset})
+            self.open_until = time.monotonic() + self.reset
+
+
+class SessionStore:
+    """Session persistence over one Redis (or a Redis Cluster: keys share a slot).
+
+    A call that waits on Redis gives up after the client's timeout, and every call goes
+    through a :class:`Breaker`, so once Redis is known to be down session calls fail
+    at once (``unavailable`` with ``retry_after``) and recover by themselves.
+    """
+
+    def __init__(self, client: Client, breaker_failures: int = 3, breaker_reset: float = 2.0) -> None:
         self.client = client
         self._commit = client.register_script(_COMMIT)
         self._create = client.register_script(_CREATE)
+        self.breaker = Breaker(breaker_failures, breaker_reset)
+
+    def _call(self, operation: str, work: Callable[[], T]) -> T:
+        wait = self.breaker.refuses()
+        if wait:
+            metrics.REDIS_ERRORS.labels("refused").inc()
+            raise ServiceError("unavailable", "the session store is unreachable; calls are refused for "
+                               f"{wait:.1f} s more", retry_after=max(1, round(wait)))
+        try:
+            result = work()
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            self.breaker.failed_once()
+            raise _unavailable(exc, operation) from exc
+        self.breaker.succeeded()
+        return result
 
     def ping(self) -> bool:
-        """Whether Redis answers now."""
+        """Whether Redis answers now (not through the breaker: readiness tells the truth)."""
         try:
             return bool(self.client.ping())
         except (redis.ConnectionError, redis.TimeoutError):
@@ -141,24 +200,22 @@ class SessionStore:
 
     def create(self, session_id: str, state: bytes, seats: bytes, events: bytes, ttl: int) -> bool:
         """Store a new session at version 1; False if the id is taken."""
-        try:
-            return bool(self._create(keys=keys(session_id)[:2], args=[state, seats, events, ttl]))
-        except (redis.ConnectionError, redis.TimeoutError) as exc:
-            raise _unavailable(exc, "create") from exc
+        return bool(self._call("create", lambda: self._create(keys=keys(session_id)[:2],
+                                                               args=[state, seats, events, ttl])))
 
     def read(self, session_id: str, idempotency_key: str | None = None) -> Stored | None:
         """The session (None if unknown or expired), sliding its time to live."""
         game, _, idem = keys(session_id)
-        try:
+
+        def work() -> list[Any]:
             if idempotency_key:
                 pipe = self.client.pipeline(transaction=False)
                 pipe.hmget(game, "version", "state", "seats", "ttl")
                 pipe.hget(idem, idempotency_key)
-                replies = pipe.execute()
-            else:  # one command needs no pipeline (cheaper in redis-py)
-                replies = [self.client.hmget(game, "version", "state", "seats", "ttl")]
-        except (redis.ConnectionError, redis.TimeoutError) as exc:
-            raise _unavailable(exc, "read") from exc
+                return list(pipe.execute())
+            return [self.client.hmget(game, "version", "state", "seats", "ttl")]  # one command needs no pipeline
+
+        replies = self._call("read", work)
         version, state, seats, ttl = replies[0]
         if version is None:
             return None
@@ -166,24 +223,20 @@ class SessionStore:
 
     def touch(self, session_id: str, ttl: int) -> None:
         """Slide the session's time to live (reads count as activity)."""
-        try:
+        def work() -> None:
             pipe = self.client.pipeline(transaction=False)
             for key in keys(session_id):
                 pipe.expire(key, ttl)
             pipe.execute()
-        except (redis.ConnectionError, redis.TimeoutError) as exc:
-            raise _unavailable(exc) from exc
+
+        self._call("touch", work)
 
     def commit(self, session_id: str, expected: int, state: bytes, events: bytes, ttl: int,
                idempotency_key: str | None = None, answer: bytes = b"") -> int:
         """Atomically store version ``expected + 1``; raise Conflict if the session moved on."""
-        try:
-            status, version = self._commit(
-                keys=keys(session_id),
-                args=[expected, state, events, ttl * 1000, idempotency_key or "", answer,
-                      live_channel(session_id)])
-        except (redis.ConnectionError, redis.TimeoutError) as exc:
-            raise _unavailable(exc, "commit") from exc
+        status, version = self._call("commit", lambda: self._commit(
+            keys=keys(session_id),
+            args=[expected, state, events, ttl * 1000, idempotency_key or "", answer, live_channel(session_id)]))
         if status == -1:
             raise ServiceError("not_found", "the session ended while the action was applied")
         if status == 0:
@@ -193,18 +246,16 @@ class SessionStore:
     def events(self, session_id: str, after: int) -> list[bytes] | None:
         """The event batches of versions after ``after`` (None if the session is unknown)."""
         game, events_key, _ = keys(session_id)
-        try:
+
+        def work() -> list[Any]:
             pipe = self.client.pipeline(transaction=False)
             pipe.exists(game)
             pipe.lrange(events_key, max(after, 0), -1)
-            exists, batches = pipe.execute()
-        except (redis.ConnectionError, redis.TimeoutError) as exc:
-            raise _unavailable(exc) from exc
+            return list(pipe.execute())
+
+        exists, batches = self._call("events", work)
         return batches if exists else None
 
     def delete(self, session_id: str) -> bool:
         """Delete a session; False if it did not exist."""
-        try:
-            return bool(self.client.delete(*keys(session_id)))
-        except (redis.ConnectionError, redis.TimeoutError) as exc:
-            raise _unavailable(exc) from exc
+        return bool(self._call("delete", lambda: self.client.delete(*keys(session_id))))

@@ -37,7 +37,6 @@ from ..errors import ServiceError, from_engine
 from ..live import LiveVersions
 from ..live import connect as connect_live
 from ..signing import StateSigner
-from ..store import SessionStore
 from . import convert
 from .errors import to_status
 from .gen import ono99_pb2 as pb
@@ -499,8 +498,7 @@ class GrpcServer:
         self.settings = settings
         self.requested_port = settings.grpc_port if port is None else port
         self.grace = grace
-        self.store = SessionStore(settings.connect_redis()) \
-            if settings.sessions and settings.redis_configured else None
+        self.store = settings.session_store()
         self.calls = Calls(settings.grpc_threads)
         self.app = Application(StateSigner(settings.state_secret), self.store, settings.service_key,
                                settings.session_ttl)

@@ -15,7 +15,6 @@ from ..application import Application, is_session_id
 from ..config import Settings
 from ..errors import ServiceError
 from ..signing import StateSigner, warn_unsigned_states
-from ..store import SessionStore
 from . import games, sessions
 from .problems import PROBLEM_JSON, from_http_exception, from_unexpected, problem_response
 from .schemas import ProblemSchema, engine_components
@@ -62,7 +61,7 @@ def create_app(settings: Settings | None = None, *, warn_unsigned: bool = True) 
     signer = StateSigner(settings.state_secret)
     if not signer.enabled and warn_unsigned:
         warn_unsigned_states()
-    store = SessionStore(settings.connect_redis()) if settings.sessions and settings.redis_configured else None
+    store = settings.session_store()
     app.extensions["ono99"] = Application(signer, store, settings.service_key, settings.session_ttl)
     app.extensions["ono99.settings"] = settings
 

@@ -26,6 +26,8 @@ def problem_response(error: ServiceError, headers: dict[str, str] | None = None)
     body = {**error.problem(), "status": status}
     if status >= 500:
         log.error("request failed", extra={"code": error.code, "path": request.path})
+    if "retry_after" in error.extra:
+        headers = {**(headers or {}), "Retry-After": str(error.extra["retry_after"])}
     return Response(_json.encode(body), status=status, mimetype=PROBLEM_JSON,
                     headers=headers)
 
