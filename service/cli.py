@@ -82,10 +82,15 @@ def serve(args: argparse.Namespace, settings: Settings) -> int:
 
         server = start_embedded(Path(args.redis_data) if args.redis_data else None)
         settings.redis_url = server.connection_url
+        if args.redis_data and not os.environ.get("ONO99_REDIS_WAIT_AOF"):
+            # The embedded server fsyncs every write (appendfsync always): acknowledge an
+            # action only once its append-only file holds it.
+            settings.redis_wait_aof = True
     env = {**os.environ, "REDIS_URL": settings.redis_url or "", "REDIS_SENTINELS": settings.redis_sentinels or "",
            "REDIS_SENTINEL_MASTER": settings.redis_sentinel_master, "ONO99_HOST": settings.host,
            "ONO99_GRPC_PORT": str(settings.grpc_port), "ONO99_LOG_LEVEL": settings.log_level,
-           "ONO99_SESSIONS": "true" if settings.sessions else "false"}
+           "ONO99_SESSIONS": "true" if settings.sessions else "false",
+           "ONO99_REDIS_WAIT_AOF": "true" if settings.redis_wait_aof else "false"}
     grpc_process = subprocess.Popen([sys.executable, "-m", "service.cli", "grpc"], env=env)
     try:
         run_gunicorn(settings)

