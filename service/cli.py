@@ -12,9 +12,12 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -73,35 +76,144 @@ def run_gunicorn(settings: Settings) -> None:
     Gunicorn().run()
 
 
+# The ports a command listens on, with the settings that name them (for errors).
+_PORTS = {"http": ("HTTP", "ONO99_HTTP_PORT / --http-port"),
+          "grpc": ("gRPC", "ONO99_GRPC_PORT / --grpc-port"),
+          "metrics": ("gRPC metrics", "ONO99_METRICS_PORT / --metrics-port")}
+
+
+def ports_free(settings: Settings, *names: str) -> bool:
+    """Whether this command's ports (``http``, ``grpc``, ``metrics``; 0: unused) can be
+    bound on ``settings.host``; if one cannot, one error line names it and its setting.
+
+    Checked before anything starts: otherwise gunicorn retries a taken port for five
+    seconds, and a gRPC process (or its metrics server) dies on one while the rest runs.
+    """
+    for name in names:
+        port = getattr(settings, f"{name}_port")
+        if not port:
+            continue
+        problem = _bind_error(settings.host, port)
+        if problem is not None:
+            what, setting = _PORTS[name]
+            log.error(f"cannot listen on the {what} port {settings.host}:{port} ({setting}): {problem}",
+                      extra={"port": port, "setting": setting.split()[0]})
+            return False
+    return True
+
+
+def _bind_error(host: str, port: int) -> str | None:
+    """Why a listening socket on ``host:port`` cannot be bound now, or None."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the servers do
+            probe.bind(address)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
+
+
+class Children:
+    """The processes ``serve`` starts beside gunicorn (which runs in serve's own process).
+
+    A thread waits on each; when one ends while serve runs, it logs which one died and
+    stops gunicorn (SIGTERM to this process: its graceful stop), so serve exits non-zero
+    instead of running on with half of itself.
+    """
+
+    def __init__(self) -> None:
+        self.died: str | None = None
+        self.closing = False
+
+    def watch(self, name: str, process: subprocess.Popen[bytes] | None) -> None:
+        if process is not None:
+            threading.Thread(target=self._wait, args=(name, process), name=f"ono99-watch-{name}",
+                             daemon=True).start()
+
+    def _wait(self, name: str, process: subprocess.Popen[bytes]) -> None:
+        code = _wait_exit(process)
+        if self.closing or self.died is not None:
+            return
+        self.died = name
+        log.error(f"the {name} (pid {process.pid}) died (exit code {code}): stopping ono99 serve",
+                  extra={"child": name, "pid": process.pid, "exit_code": code})
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _wait_exit(process: subprocess.Popen[bytes]) -> int | None:
+    """Wait until ``process`` ends; its exit code (negative: the signal), None if unknown.
+
+    The process is left for Popen (and gunicorn's reaping of any child) to collect:
+    Popen.wait would hold Popen's lock for as long as it waits, and gunicorn workers,
+    forked meanwhile, would inherit it locked.
+    """
+    if not hasattr(os, "waitid"):
+        while process.poll() is None:
+            threading.Event().wait(0.5)
+        return process.returncode
+    try:
+        found = os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOWAIT)
+    except ChildProcessError:
+        return None  # already collected
+    if found is None:
+        return None
+    return found.si_status if found.si_code == os.CLD_EXITED else -found.si_status
+
+
 def serve(args: argparse.Namespace, settings: Settings) -> int:
     """Everything on its embedded defaults: gRPC in a process of its own (never inside
-    forked gunicorn workers), HTTP under gunicorn in this one."""
+    forked gunicorn workers), HTTP under gunicorn in this one.
+
+    Exits non-zero at once when one of its ports cannot be bound, and as soon as the
+    gRPC process or the embedded Redis dies (after gunicorn's graceful stop)."""
+    if not ports_free(settings, "http", "grpc", "metrics"):
+        return 1
+    owner = os.getpid()  # gunicorn workers fork inside this call and leave it by SystemExit
+    children = Children()
+    # Until gunicorn installs its own, a SIGTERM (a watcher's too) ends serve through the cleanup below.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(1 if children.died else 0))
     server = None
     if settings.sessions and not settings.redis_configured:
         from .embedded_redis import start_embedded
 
         server = start_embedded(Path(args.redis_data) if args.redis_data else None)
         settings.redis_url = server.connection_url
+        children.watch("embedded Redis server", getattr(server, "_process", None))
         if args.redis_data and not os.environ.get("ONO99_REDIS_WAIT_AOF"):
             # The embedded server fsyncs every write (appendfsync always): acknowledge an
             # action only once its append-only file holds it.
             settings.redis_wait_aof = True
     env = {**os.environ, "REDIS_URL": settings.redis_url or "", "REDIS_SENTINELS": settings.redis_sentinels or "",
            "REDIS_SENTINEL_MASTER": settings.redis_sentinel_master, "ONO99_HOST": settings.host,
-           "ONO99_GRPC_PORT": str(settings.grpc_port), "ONO99_LOG_LEVEL": settings.log_level,
-           "ONO99_SESSIONS": "true" if settings.sessions else "false",
+           "ONO99_GRPC_PORT": str(settings.grpc_port), "ONO99_METRICS_PORT": str(settings.metrics_port),
+           "ONO99_LOG_LEVEL": settings.log_level, "ONO99_SESSIONS": "true" if settings.sessions else "false",
            "ONO99_REDIS_WAIT_AOF": "true" if settings.redis_wait_aof else "false"}
     grpc_process = subprocess.Popen([sys.executable, "-m", "service.cli", "grpc"], env=env)
+    children.watch("gRPC server", grpc_process)
+    code: int | str | None = 0
     try:
         run_gunicorn(settings)
+    except SystemExit as exc:
+        if os.getpid() != owner:
+            raise  # a gunicorn worker leaving: nothing of serve's is its to stop
+        code = exc.code
     finally:
-        grpc_process.terminate()
-        try:
-            grpc_process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            grpc_process.kill()
-        if server is not None:
-            server.stop()
+        if os.getpid() == owner:
+            children.closing = True
+            grpc_process.terminate()
+            try:
+                grpc_process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                grpc_process.kill()
+            if server is not None:
+                server.stop()
+    if children.died is not None:
+        return 1
+    if code:
+        log.error(f"the HTTP server (gunicorn) stopped with exit code {code}: stopping ono99 serve")
+        return code if isinstance(code, int) else 1
     return 0
 
 
@@ -113,6 +225,8 @@ def _needs_redis(name: str, settings: Settings) -> None:
 def http(args: argparse.Namespace, settings: Settings) -> int:
     """The HTTP API alone."""
     _needs_redis("http", settings)
+    if not ports_free(settings, "http"):
+        return 1
     run_gunicorn(settings)
     return 0
 
@@ -120,6 +234,8 @@ def http(args: argparse.Namespace, settings: Settings) -> int:
 def grpc(args: argparse.Namespace, settings: Settings) -> int:
     """The gRPC API alone."""
     _needs_redis("grpc", settings)
+    if not ports_free(settings, "grpc", "metrics"):
+        return 1
     from .grpc_api.server import run
 
     if not settings.state_secret:
@@ -162,6 +278,8 @@ def main(argv: list[str] | None = None) -> int:
     _common(p_serve)
     p_serve.add_argument("--redis-data", help="directory where the embedded Redis keeps its data "
                                               "(default: in memory only)")
+    p_serve.add_argument("--metrics-port", type=int,
+                         help="Prometheus metrics of the gRPC process (ONO99_METRICS_PORT, default 9464; 0: off)")
     p_serve.set_defaults(func=serve)
     p_http = sub.add_parser("http", help="run the HTTP API alone")
     _common(p_http)
