@@ -154,8 +154,9 @@ def main() -> None:
     redis_server = start_embedded()
     body = mid_game_body()
     rounds: dict[str, list[dict[str, float]]] = {"bare": [], "apply": [], "session_action": []}
+    # Seats act as fast as the clients can: the per-seat and creation rate limits are off.
     env = {"REDIS_URL": redis_server.connection_url, "ONO99_SERVICE_KEY": SERVICE_KEY,
-           "ONO99_LOG_LEVEL": "warning"}
+           "ONO99_LOG_LEVEL": "warning", "ONO99_ACTIONS_PER_SECOND": "0", "ONO99_CREATES_PER_MINUTE": "0"}
     servers = []
     try:
         bare_port, service_port = free_port(), free_port()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
+import math
 import re
 import secrets
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ import engine
 from engine import Event, GameState, IllegalActionError, InvalidInputError
 
 from . import metrics
+from .config import Settings
 from .errors import ServiceError, from_engine
 from .signing import StateSigner
 from .store import Conflict, SessionStore
@@ -90,15 +92,49 @@ class SessionAnswer:
     replayed: bool = False
 
 
+@dataclass(frozen=True)
+class Limits:
+    """Rate limits kept in Redis, so they hold across replicas (0: no limit)."""
+
+    creates_per_minute: float = 600
+    creates_burst: int = 60
+    actions_per_second: float = 10
+    actions_burst: int = 20
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who sends a request that needs no seat: the client address as the server sees it,
+    and the API key it presented, if any."""
+
+    address: str
+    api_key: str | None = None
+
+
 class Application:
     """Stateless games and Redis-backed sessions over the engine."""
 
     def __init__(self, signer: StateSigner, store: SessionStore | None, service_key: str | None,
-                 session_ttl: int) -> None:
+                 session_ttl: int, api_keys: tuple[str, ...] = (), limits: Limits | None = None) -> None:
         self.signer = signer
         self.store = store
         self.service_key_hash = _hash(service_key) if service_key else None
         self.session_ttl = session_ttl
+        self.api_key_hashes = tuple(_hash(key) for key in api_keys)
+        self.limits = limits or Limits()
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Application:
+        """The application for ``settings``: signer, session store, keys and limits."""
+        limits = Limits(settings.creates_per_minute, settings.creates_burst, settings.actions_per_second,
+                        settings.actions_burst)
+        api_keys = tuple(k.strip() for k in (settings.api_keys or "").split(",") if k.strip())
+        return cls(StateSigner(settings.state_secret), settings.session_store(), settings.service_key,
+                   settings.session_ttl, api_keys, limits)
+
+    def ready(self) -> bool:
+        """Whether every part answers: the session store, when sessions are on."""
+        return self.store is None or self.store.ping()
 
     # --- stateless games -------------------------------------------------------------
 
@@ -138,14 +174,17 @@ class Application:
         return self.store
 
     def create_session(self, rules: Any, players: Any, seed: Any = None, deck: Any = None,
-                       ttl: int | None = None) -> tuple[str, dict[str, str], engine.ViewDoc, list[Event]]:
+                       ttl: int | None = None, caller: Caller | None = None,
+                       ) -> tuple[str, dict[str, str], engine.ViewDoc, list[Event]]:
         """Deal a game into a new session; returns its id, the seat tokens, and the view
         and events as a spectator sees them (the creator holds no seat yet). ``ttl`` None:
-        the service's default."""
+        the service's default. With API keys configured only their holders (and the
+        service key) may create; creations are rate limited per key, else per address."""
         low, high = SESSION_TTL_RANGE
         if ttl is not None and not low <= ttl <= high:
             raise ServiceError("invalid_request", f"ttl_seconds must be from {low} to {high}", field="ttl_seconds")
         store = self._sessions()
+        self._admit_creation(store, caller or Caller("unknown"))
         state, events = _engine(engine.new_game, rules, players, seed=seed, deck=deck)
         tokens = {p.id: secrets.token_urlsafe(32) for p in state.players}
         seats = _json.encode({pid: _hash(token) for pid, token in tokens.items()})
@@ -156,6 +195,27 @@ class Application:
                 log.info("session created", extra={"session_id": session_id, "version": 1})
                 return session_id, tokens, engine.view_doc(state, None), engine.redact_events(events, None)
         raise ServiceError("internal_error", "could not allocate a session id")
+
+    def _admit_creation(self, store: SessionStore, caller: Caller) -> None:
+        digest = _hash(caller.api_key) if caller.api_key else None
+        if digest is not None and self.service_key_hash and hmac.compare_digest(digest, self.service_key_hash):
+            return  # the service key is not limited
+        if self.api_key_hashes and (
+                digest is None or not any(hmac.compare_digest(digest, known) for known in self.api_key_hashes)):
+            raise ServiceError("unauthorized", "creating a session needs an API key of this service")
+        per_minute = self.limits.creates_per_minute
+        if per_minute > 0:
+            who = f"key:{digest[:32]}" if digest is not None and self.api_key_hashes else f"addr:{caller.address}"
+            self._throttle(store, f"create:{who}", per_minute / 60, self.limits.creates_burst,
+                           "session creations")
+
+    @staticmethod
+    def _throttle(store: SessionStore, key: str, per_second: float, burst: int, what: str) -> None:
+        wait = store.throttle(key, per_second, burst)
+        if wait:
+            metrics.RATE_LIMITED.labels(key.partition(":")[0]).inc()
+            raise ServiceError("too_many_requests", f"too many {what}; try again in {math.ceil(wait * 1000)} ms",
+                               retry_after=max(1, math.ceil(wait)))
 
     def authenticate(self, seats: bytes, token: str | None) -> str | None:
         """The player a seat token belongs to; None for the service key; else 401."""
@@ -212,6 +272,9 @@ class Application:
             if player is not None and parsed.player != player:
                 raise ServiceError("forbidden", f"this seat token belongs to {player!r}, "
                                    f"not to {parsed.player!r}", player=player)
+            if player is not None and self.limits.actions_per_second > 0 and _attempt == 0:
+                self._throttle(store, f"act:{{{session_id}}}:{player}", self.limits.actions_per_second,
+                               self.limits.actions_burst, "actions from this seat")
             if stored.idempotent is not None:  # only after the caller is known to own the key
                 return self._replay(session_id, stored.idempotent, fingerprint)
             if expected_version is not None and expected_version != stored.version:

@@ -44,6 +44,11 @@ class Settings:
     session_ttl: int = 86_400
     state_secret: str | None = None
     service_key: str | None = None
+    api_keys: str | None = None
+    creates_per_minute: float = 600
+    creates_burst: int = 60
+    actions_per_second: float = 10
+    actions_burst: int = 20
     max_body_bytes: int = 256 * 1024
     log_level: str = "info"
 
@@ -61,6 +66,9 @@ class Settings:
         "redis_cluster": "REDIS_CLUSTER",
         "sessions": "ONO99_SESSIONS", "session_ttl": "ONO99_SESSION_TTL",
         "state_secret": "ONO99_STATE_SECRET", "service_key": "ONO99_SERVICE_KEY",
+        "api_keys": "ONO99_API_KEYS", "creates_per_minute": "ONO99_CREATES_PER_MINUTE",
+        "creates_burst": "ONO99_CREATES_BURST", "actions_per_second": "ONO99_ACTIONS_PER_SECOND",
+        "actions_burst": "ONO99_ACTIONS_BURST",
         "max_body_bytes": "ONO99_MAX_BODY_BYTES", "log_level": "ONO99_LOG_LEVEL",
     }
 

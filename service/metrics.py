@@ -31,6 +31,7 @@ REDIS_ERRORS = Counter("ono99_redis_errors_total", "Session store calls that fai
 GRPC_STATES = Counter("ono99_grpc_states_total",
                           "States sent to stateless gRPC calls: recognized as returned here, or decoded",
                           ["source"])  # source: recalled|decoded
+RATE_LIMITED = Counter("ono99_rate_limited_total", "Requests refused by a rate limit", ["limit"])  # create|act
 GRPC_STREAMS = Gauge("ono99_grpc_event_streams", "Event streams (WatchEvents) open now", multiprocess_mode="livesum")
 
 

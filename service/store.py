@@ -56,6 +56,22 @@ return 1
 """
 
 
+# A rate limit as GCRA (the generic cell rate algorithm), on Redis' clock. KEYS: the
+# limit's key. ARGV: milliseconds per request, burst tolerance in milliseconds. Returns
+# 0 when the request may go, else the milliseconds until it may.
+_THROTTLE = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local interval, tolerance = tonumber(ARGV[1]), tonumber(ARGV[2])
+local tat = tonumber(redis.call('GET', KEYS[1])) or now
+if tat < now then tat = now end
+if tat - tolerance > now then return tat - tolerance - now end
+tat = tat + interval
+redis.call('SET', KEYS[1], tat, 'PX', tat - now + 1)
+return 0
+"""
+
+
 def keys(session_id: str) -> tuple[str, str, str]:
     """The game, events and idempotency keys of a session."""
     tag = f"ono99:{{{session_id}}}"
@@ -176,6 +192,7 @@ class SessionStore:
         self.client = client
         self._commit = client.register_script(_COMMIT)
         self._create = client.register_script(_CREATE)
+        self._throttle = client.register_script(_THROTTLE)
         self.breaker = Breaker(breaker_failures, breaker_reset)
         # With wait_aof a write is acknowledged only once Redis' append-only file holds
         # it (WAITAOF, Redis/Valkey 7.2+; immediate with appendfsync always).
@@ -275,6 +292,14 @@ class SessionStore:
 
         exists, batches = self._call("events", work)
         return batches if exists else None
+
+    def throttle(self, key: str, per_second: float, burst: int) -> float:
+        """Count one request against the rate limit ``key`` (``per_second`` on average,
+        ``burst`` at once); 0 when it may go, else the seconds until one may."""
+        interval = 1000.0 / per_second
+        wait_ms = self._call("throttle", lambda: self._throttle(
+            keys=[f"ono99:rate:{key}"], args=[round(interval), round(interval * (burst - 1))]))
+        return int(wait_ms) / 1000.0
 
     def delete(self, session_id: str) -> bool:
         """Delete a session; False if it did not exist."""

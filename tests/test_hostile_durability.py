@@ -33,7 +33,7 @@ def play_and_crash(tmp_path, wait_aof: bool, appendfsync: str, crashes: int = 5,
     server = start_embedded(data, port=port, appendfsync=appendfsync)
     url = server.connection_url
     http = start_http(url, workers=2, ONO99_REDIS_WAIT_AOF="true" if wait_aof else "false",
-                      ONO99_REDIS_BREAKER_RESET="0.2")
+                      ONO99_REDIS_BREAKER_RESET="0.2", ONO99_ACTIONS_PER_SECOND="0")
     acked: dict[str, int] = {}
     count = [0]
     lock = threading.Lock()

@@ -63,7 +63,7 @@ def _p99_of_session_calls(sessions, sid, seats, calls=300):
 
 
 def test_500_idle_streams_leave_other_session_calls_p99_within_twice_its_value(throwaway_redis):
-    rpc = start_grpc(throwaway_redis, ONO99_GRPC_STREAMS_PER_PEER="1000")
+    rpc = start_grpc(throwaway_redis, ONO99_GRPC_STREAMS_PER_PEER="1000", ONO99_CREATES_PER_MINUTE="0")
     channel, idle_channel = grpc.insecure_channel(rpc.url), grpc.insecure_channel(rpc.url)
     sessions = pb_grpc.SessionServiceStub(channel)
     streams = []

@@ -31,12 +31,11 @@ from prometheus_client import start_http_server
 import engine
 
 from .. import logs, metrics
-from ..application import Application, bearer_token, is_session_id
+from ..application import Application, Caller, bearer_token, is_session_id
 from ..config import Settings
 from ..errors import ServiceError, from_engine
 from ..live import LiveVersions
 from ..live import connect as connect_live
-from ..signing import StateSigner
 from . import convert
 from .errors import to_status
 from .gen import ono99_pb2 as pb
@@ -371,9 +370,12 @@ class StreamLimits:
 
 
 def _peer_address(peer: str) -> str:
-    """The client address of a grpc peer string ("ipv4:1.2.3.4:5678", "ipv6:[::1]:5678")."""
+    """The client address of a grpc peer string ("ipv4:1.2.3.4:5678" is "1.2.3.4",
+    "ipv6:[::1]:5678" is "::1"), written as HTTP's remote address is."""
     kind, _, rest = peer.partition(":")
-    return f"{kind}:{rest.rpartition(':')[0]}" if kind in ("ipv4", "ipv6") else peer
+    if kind not in ("ipv4", "ipv6"):
+        return peer
+    return rest.rpartition(":")[0].strip("[]")
 
 
 class SessionServicer(pb_grpc.SessionServiceServicer):
@@ -389,11 +391,14 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
 
     async def CreateSession(self, request: pb.CreateSessionRequest,
                       context: grpc.aio.ServicerContext) -> pb.CreateSessionResponse:
+        caller = Caller(_peer_address(context.peer()), _metadata("x-api-key"))
+
         def work() -> pb.CreateSessionResponse:
             game = request.game
             session_id, seats, view, events = self.app.create_session(
                 convert.rules_doc(game.rules), list(game.players), seed=_seed(game),
-                deck=convert.cards(game.deck, "deck") if game.deck else None, ttl=request.ttl_seconds or None)
+                deck=convert.cards(game.deck, "deck") if game.deck else None, ttl=request.ttl_seconds or None,
+                caller=caller)
             response = pb.CreateSessionResponse(session_id=session_id, version=1, seats=seats, view=_view(view))
             convert.add_events(response.events, events)
             return response
@@ -498,10 +503,9 @@ class GrpcServer:
         self.settings = settings
         self.requested_port = settings.grpc_port if port is None else port
         self.grace = grace
-        self.store = settings.session_store()
         self.calls = Calls(settings.grpc_threads)
-        self.app = Application(StateSigner(settings.state_secret), self.store, settings.service_key,
-                               settings.session_ttl)
+        self.app = Application.from_settings(settings)
+        self.store = self.app.store
         self.port: int | None = None
         self._started = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None

@@ -14,7 +14,7 @@ from .. import logs, metrics
 from ..application import Application, is_session_id
 from ..config import Settings
 from ..errors import ServiceError
-from ..signing import StateSigner, warn_unsigned_states
+from ..signing import warn_unsigned_states
 from . import games, sessions
 from .problems import PROBLEM_JSON, from_http_exception, from_unexpected, problem_response
 from .schemas import ProblemSchema, engine_components
@@ -58,11 +58,9 @@ def create_app(settings: Settings | None = None, *, warn_unsigned: bool = True) 
                 "description": "a seat token from session creation, or the service key"}}},
         },
     )
-    signer = StateSigner(settings.state_secret)
-    if not signer.enabled and warn_unsigned:
+    application = app.extensions["ono99"] = Application.from_settings(settings)
+    if not application.signer.enabled and warn_unsigned:
         warn_unsigned_states()
-    store = settings.session_store()
-    app.extensions["ono99"] = Application(signer, store, settings.service_key, settings.session_ttl)
     app.extensions["ono99.settings"] = settings
 
     api = ProblemApi(app)
@@ -118,8 +116,8 @@ def create_app(settings: Settings | None = None, *, warn_unsigned: bool = True) 
     @app.get("/readyz")
     def readyz() -> Any:
         """Ready: the session store answers (when sessions are enabled)."""
-        if store is not None and not store.ping():
+        if not application.ready():
             return problem_response(ServiceError("unavailable", "the session store cannot be reached"))
-        return {"status": "ready", "sessions": store is not None}
+        return {"status": "ready", "sessions": application.store is not None}
 
     return app

@@ -245,3 +245,6 @@ class ProblemSchema(ma.Schema):
     errors = fields.Dict()
     current_version = fields.Integer()
     player = fields.String()
+    retry_after = fields.Integer(metadata={"description": "seconds to wait before trying again (also the "
+                                                          "Retry-After header), for 429 and 503"})
+    limit = fields.Integer(metadata={"description": "the limit that was reached, for 429"})

@@ -10,7 +10,7 @@ from flask.views import MethodView
 
 import engine
 
-from ..application import MAX_IDEMPOTENCY_KEY, bearer_token
+from ..application import MAX_IDEMPOTENCY_KEY, Caller, bearer_token
 from ..errors import ServiceError
 from .games import ApiBlueprint, app_layer, json_response
 from .problems import document_errors
@@ -51,11 +51,15 @@ def _if_match() -> int | None:
 class Sessions(MethodView):
     @blp.arguments(NewSessionSchema())
     @blp.response(201, SessionCreatedSchema)
-    @document_errors(blp, 413, 503)
+    @blp.doc(parameters=[{"in": "header", "name": "X-API-Key", "schema": {"type": "string"},
+                          "description": "an API key of this service (required when ONO99_API_KEYS is set)"}])
+    @document_errors(blp, 401, 413, 429, 503)
     def post(self, body: dict[str, Any]) -> Response:
         """Deal a game into a new session; the answer holds each seat's secret token (shown once)."""
+        caller = Caller(request.remote_addr or "unknown", request.headers.get("X-API-Key") or None)
         session_id, seats, view, events = app_layer().create_session(
-            body["rules"], body["players"], seed=body["seed"], deck=body["deck"], ttl=body["ttl_seconds"])
+            body["rules"], body["players"], seed=body["seed"], deck=body["deck"], ttl=body["ttl_seconds"],
+            caller=caller)
         return json_response({"session_id": session_id, "version": 1, "seats": seats, "view": view,
                               "events": events}, 201,
                              headers={"Location": f"/v1/sessions/{session_id}", "ETag": '"v1"'})
@@ -92,7 +96,7 @@ class Actions(MethodView):
          "description": "a retry with the same key returns the first answer instead of acting twice"},
         {"in": "header", "name": "If-Match", "schema": {"type": "string"},
          "description": 'the session ETag ("v7"): same as expected_version'}])
-    @document_errors(blp, 401, 403, 404, 409, 413, 422, 503)
+    @document_errors(blp, 401, 403, 404, 409, 413, 422, 429, 503)
     def post(self, body: dict[str, Any], session_id: str) -> Response:
         """Apply the seat's action with a compare-and-set on the session version."""
         expected = body["expected_version"]

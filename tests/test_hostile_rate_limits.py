@@ -1,0 +1,99 @@
+"""Rate limits and API keys against real servers over one real Redis: session creation
+per client (address, or API key where configured) and actions per seat, kept in Redis
+so they hold across replicas and transports; 429 with Retry-After / RESOURCE_EXHAUSTED."""
+
+from __future__ import annotations
+
+import grpc
+import pytest
+import requests
+
+from service.grpc_api.gen import ono99_pb2 as pb
+from service.grpc_api.gen import ono99_pb2_grpc as pb_grpc
+from tests.conftest import SERVICE_KEY, start_grpc, start_http
+
+GAME = {"rules": {"edition": "2022"}, "players": ["ann", "bob"], "seed": 5}
+NEW = pb.NewGameRequest(rules=pb.Rules(edition="2022"), players=["ann", "bob"], seed_int=5)
+
+
+@pytest.fixture
+def fresh_redis():
+    """A Redis of this test alone: the limits' counters start from zero."""
+    from service.embedded_redis import start_embedded
+
+    server = start_embedded()
+    yield server.connection_url
+    server.stop()
+
+
+def _create(url, **headers):
+    return requests.post(f"{url}/v1/sessions", json=GAME, headers=headers, timeout=5)
+
+
+def test_session_creation_is_limited_per_address_across_replicas_and_transports(fresh_redis):
+    limits = {"ONO99_CREATES_PER_MINUTE": "6", "ONO99_CREATES_BURST": "4"}
+    one, two = start_http(fresh_redis, workers=1, **limits), start_http(fresh_redis, workers=1, **limits)
+    rpc = start_grpc(fresh_redis, **limits)
+    channel = grpc.insecure_channel(rpc.url)
+    try:
+        assert [_create(one.url).status_code for _ in range(2)] == [201, 201]
+        assert [_create(two.url).status_code for _ in range(2)] == [201, 201]  # the same burst of 4
+        refused = _create(one.url)
+        assert refused.status_code == 429 and refused.json()["code"] == "too_many_requests"
+        assert 1 <= int(refused.headers["Retry-After"]) <= 10
+        assert _create(two.url).status_code == 429
+        with pytest.raises(grpc.RpcError) as over_grpc:
+            pb_grpc.SessionServiceStub(channel).CreateSession(pb.CreateSessionRequest(game=NEW), timeout=5)
+        assert over_grpc.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        # The service key is not limited.
+        assert _create(one.url, **{"X-API-Key": SERVICE_KEY}).status_code == 201
+    finally:
+        channel.close()
+        for server in (one, two, rpc):
+            server.stop()
+
+
+def test_actions_are_limited_per_seat_and_other_seats_keep_acting(fresh_redis):
+    server = start_http(fresh_redis, workers=1, ONO99_ACTIONS_PER_SECOND="0.5", ONO99_ACTIONS_BURST="3")
+    try:
+        made = _create(server.url).json()
+        sid, seats = made["session_id"], made["seats"]
+        url = f"{server.url}/v1/sessions/{sid}/actions"
+        spam = {"action": {"player": "bob", "type": "play", "card": "0"}}  # not bob's turn: refused anyway
+        answers = [requests.post(url, json=spam, headers={"Authorization": f"Bearer {seats['bob']}"}, timeout=5)
+                   for _ in range(4)]
+        assert [a.status_code for a in answers[:3]] == [422, 422, 422]
+        assert answers[3].status_code == 429 and int(answers[3].headers["Retry-After"]) >= 1
+        # ann's bucket is her own: she acts.
+        view = requests.get(f"{server.url}/v1/sessions/{sid}", headers={"Authorization": f"Bearer {seats['ann']}"},
+                            timeout=5).json()["view"]
+        hand = next(p["hand"] for p in view["players"] if p["id"] == "ann")
+        playable = [c for c in hand if c not in ("ono99",)]
+        acted = [requests.post(url, json={"action": {"player": "ann", "type": "play", "card": card}},
+                               headers={"Authorization": f"Bearer {seats['ann']}"}, timeout=5).status_code
+                 for card in playable[:1]]
+        assert acted == [200]
+    finally:
+        server.stop()
+
+
+def test_with_api_keys_only_their_holders_create_sessions_each_with_its_own_budget(fresh_redis):
+    env = {"ONO99_API_KEYS": "key-one, key-two", "ONO99_CREATES_PER_MINUTE": "6", "ONO99_CREATES_BURST": "2"}
+    http, rpc = start_http(fresh_redis, workers=1, **env), start_grpc(fresh_redis, **env)
+    channel = grpc.insecure_channel(rpc.url)
+    sessions = pb_grpc.SessionServiceStub(channel)
+    try:
+        anonymous = _create(http.url)
+        assert anonymous.status_code == 401 and anonymous.json()["code"] == "unauthorized"
+        assert _create(http.url, **{"X-API-Key": "nope"}).status_code == 401
+        with pytest.raises(grpc.RpcError) as no_key:
+            sessions.CreateSession(pb.CreateSessionRequest(game=NEW), timeout=5)
+        assert no_key.value.code() == grpc.StatusCode.UNAUTHENTICATED
+        assert _create(http.url, **{"X-API-Key": "key-one"}).status_code == 201
+        sessions.CreateSession(pb.CreateSessionRequest(game=NEW), metadata=[("x-api-key", "key-one")], timeout=5)
+        assert _create(http.url, **{"X-API-Key": "key-one"}).status_code == 429  # key-one's burst of 2 is spent
+        assert _create(http.url, **{"X-API-Key": "key-two"}).status_code == 201  # key-two's is not
+    finally:
+        channel.close()
+        http.stop()
+        rpc.stop()
