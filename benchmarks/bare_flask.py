@@ -1,4 +1,4 @@
-"""The baseline of benchmarks/http.py: a bare Flask endpoint that parses and returns a JSON body."""
+"""The baseline of benchmarks/bench_http.py: a bare Flask endpoint that parses and returns a JSON body."""
 
 from flask import Flask, jsonify, request
 

@@ -1,4 +1,4 @@
-"""The baseline of benchmarks/grpc.py: a bare grpcio echo service under the same server
+"""The baseline of benchmarks/bench_grpc.py: a bare grpcio echo service under the same server
 settings as the gRPC API (grpc.aio, message limits, keepalive)."""
 
 from __future__ import annotations
@@ -6,18 +6,16 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-# This folder holds benchmarks/grpc.py, which would hide the grpc package.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import asyncio  # noqa: E402
-import signal  # noqa: E402
+import asyncio
+import signal
 
-import grpc  # noqa: E402
+import grpc
 
-from service.config import Settings  # noqa: E402
-from service.grpc_api.gen import ono99_pb2 as pb  # noqa: E402
-from service.grpc_api.server import KEEPALIVE_OPTIONS  # noqa: E402
+from service.config import Settings
+from service.grpc_api.gen import ono99_pb2 as pb
+from service.grpc_api.server import KEEPALIVE_OPTIONS
 
 
 async def serve(port: int) -> None:

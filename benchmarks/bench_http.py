@@ -1,6 +1,6 @@
 """HTTP speed: POST /v1/games/apply and a session action against a bare Flask endpoint.
 
-    python benchmarks/http.py [--seconds 3] [--rounds 3] [--clients 8] [--workers 2]
+    python benchmarks/bench_http.py [--seconds 3] [--rounds 3] [--clients 8] [--workers 2]
 
 Both apps run under gunicorn with the same settings (the service's gevent workers, keep-alive), on
 loopback; the three targets are measured in interleaved rounds in the same run (the
@@ -14,22 +14,17 @@ engine to know a legal next action. The last line printed is one JSON object.
 
 from __future__ import annotations
 
+import argparse
+import http.client
+import json
+import os
+import random
+import statistics
+import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
-
-# Run as a script, this file's folder comes first on sys.path, where this file would
-# hide the standard library's http package.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
-
-import argparse  # noqa: E402
-import http.client  # noqa: E402
-import json  # noqa: E402
-import os  # noqa: E402
-import random  # noqa: E402
-import statistics  # noqa: E402
-import subprocess  # noqa: E402
-import threading  # noqa: E402
-import time  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))

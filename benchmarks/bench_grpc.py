@@ -1,6 +1,6 @@
 """gRPC speed: the Apply call against a bare grpcio echo of a message of the same size.
 
-    python benchmarks/grpc.py [--seconds 2] [--rounds 5] [--clients 16]
+    python benchmarks/bench_grpc.py [--seconds 2] [--rounds 5] [--clients 16]
 
 Both servers run in their own process with the same settings (grpc.aio, message
 limits, keepalive), on loopback, measured in interleaved rounds in the same run (the
@@ -29,9 +29,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-# Run as a script, this file's folder comes first on sys.path, where this file would
-# hide the grpc package.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
