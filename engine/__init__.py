@@ -10,7 +10,7 @@ from .codec import StateDoc, decode_state, dumps_state, encode_state, loads_stat
 from .errors import EngineError, IllegalActionError, InvalidInputError
 from .game import apply, check_players, format_action, legal_actions, new_game, parse_action
 from .rules import OPTIONS, PRESETS, Rules, describe_options, resolve_rules, rules_to_dict
-from .state import Action, GameState, Play2, Player
+from .state import Action, ActionType, GameState, Play2, Player
 from .table import Event
 from .view import ViewDoc, redact_event, redact_events, view, view_doc
 
@@ -21,6 +21,7 @@ __all__ = [
                     "OPTIONS",
                     "PRESETS",
                     "Action",
+                    "ActionType",
                     "EngineError",
                     "Event",
                     "GameState",

@@ -1,7 +1,8 @@
 """Turn flow (RULES.md §2–§5): new games, legal actions and applying an action.
 
-``legal_actions`` and ``apply`` share one judgement of every card (:func:`_choices`),
-so an action is accepted exactly when it is listed.
+``legal_actions``, ``can_act`` and ``apply`` share one judgement of a card
+(:func:`why_not`) and one list of what a hand allows (:func:`_choices`), so an action
+is accepted exactly when it is listed.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from typing import Annotated, Any, Literal, Protocol
+from typing import Annotated, Any, Literal, NamedTuple, Protocol
 
 import msgspec
 from msgspec import structs
@@ -29,6 +30,7 @@ from .state import (
     PLAYING,
     SWAP,
     Action,
+    ActionType,
     GameState,
     Play2,
     Player,
@@ -116,9 +118,19 @@ def _can_draw(s: GameState | Table, seat: int) -> bool:
     return seat in s.owed_draws and bool(s.draw_pile or s.discard_pile)
 
 
-def _choices(s: _Position, hand: tuple[str, ...]) -> tuple[list[str], list[str], bool]:
-    """Distinct cards the player to act may play, those only the limit stops, and
-    whether the R-99-2 swap is open to them."""
+_ACTION_TYPES = frozenset(ActionType)
+
+
+class Choices(NamedTuple):
+    """What the player to act may do with a hand: the one judgement of cards that
+    listing, "can this player act" and applying all use."""
+
+    plays: list[str]  # distinct cards that may be played, in hand order
+    busts: list[str]  # distinct cards only the limit stops (points scoring may bust with them, R-PTS-1)
+    swap: bool  # the R-99-2 swap is open
+
+
+def _choices(s: _Position, hand: tuple[str, ...]) -> Choices:
     plays: list[str] = []
     busts: list[str] = []
     for card in hand:
@@ -128,20 +140,14 @@ def _choices(s: _Position, hand: tuple[str, ...]) -> tuple[list[str], list[str],
                 plays.append(card)
         elif problem is OVER_LIMIT and card not in busts:
             busts.append(card)
-    return plays, busts, _can_swap(s, hand)
+    return Choices(plays, busts, _can_swap(s, hand))
 
 
 def can_act(t: Table | GameState, seat: int) -> bool:
-    """Whether ``seat`` has any action now, taking their turn (R-ELIM-2).
-
-    The same judgement as :func:`legal_actions`, stopping at the first action found.
-    """
-    hand = t.players[seat].hand
-    for card in hand:
-        problem = why_not(t, card)
-        if problem is None or (problem is OVER_LIMIT and _can_bust(t.rules)):
-            return True
-    return _can_swap(t, hand) or _can_draw(t, seat)
+    """Whether ``seat`` has any action now, taking their turn (R-ELIM-2): the same
+    judgement as :func:`legal_actions`."""
+    plays, busts, swap = _choices(t, t.players[seat].hand)
+    return bool(plays) or swap or (bool(busts) and _can_bust(t.rules)) or _can_draw(t, seat)
 
 
 def legal_actions(state: GameState) -> list[Action]:
@@ -150,18 +156,13 @@ def legal_actions(state: GameState) -> list[Action]:
     if state.status != PLAYING or state.current is None:
         return []
     player = state.players[state.current]
-    hand = player.hand
     pid = player.id
-    actions = []
-    for card in hand:  # the same judgement as _choices, flattened: this runs every step
-        if why_not(state, card) is None:
-            action = Action(pid, PLAY, card)
-            if action not in actions:
-                actions.append(action)
-    if _can_swap(state, hand):
+    plays, busts, swap = _choices(state, player.hand)
+    actions = [Action(pid, PLAY, card) for card in plays]
+    if swap:
         actions.append(Action(pid, SWAP))
     if not actions and _can_bust(state.rules):
-        actions = [Action(pid, PLAY, card) for card in _choices(state, hand)[1]]  # R-PTS-1
+        actions = [Action(pid, PLAY, card) for card in busts]  # R-PTS-1
     if state.owed_draws:
         actions.extend(Action(state.players[i].id, DRAW) for i in state.owed_draws if _can_draw(state, i))
     return actions
@@ -183,6 +184,8 @@ def apply(state: GameState, action: Action | Mapping[str, Any]) -> tuple[GameSta
         raise IllegalActionError("R-WIN-1", "game_over", "the game is over")
     pid = action.player
     kind = action.type
+    if kind not in _ACTION_TYPES:  # an Action built by hand may hold anything
+        raise InvalidInputError(f"unknown action type {kind!r}: play, swap_ono99 or draw", "action.type")
     seat = state.current
     if seat is None or state.players[seat].id != pid:  # most actions are the current player's
         seat = state.seat(pid)
@@ -193,7 +196,7 @@ def apply(state: GameState, action: Action | Mapping[str, Any]) -> tuple[GameSta
             raise IllegalActionError("R-TURN-1", "not_your_turn", f"it is {whose}'s turn")
     if kind == SWAP:
         return _apply_swap(state, seat)
-    if kind != PLAY:
+    if kind == DRAW:
         return _apply_draw(state, seat)
     card = action.card
     hand = state.players[seat].hand
@@ -203,8 +206,8 @@ def apply(state: GameState, action: Action | Mapping[str, Any]) -> tuple[GameSta
     bust = False
     if problem is not None:
         if problem is OVER_LIMIT and _can_bust(state.rules):
-            plays, _, can_swap = _choices(state, hand)
-            if plays or can_swap:
+            plays, _, swap = _choices(state, hand)
+            if plays or swap:
                 raise IllegalActionError("R-PTS-1", "total_would_reach_limit",
                                          "going over the limit is allowed only without a legal play")
             bust = True  # R-PTS-1

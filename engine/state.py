@@ -8,6 +8,8 @@ so the garbage collector does not track them.
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 from msgspec import Struct
 
 from .rules import Rules
@@ -74,14 +76,22 @@ class GameState(Struct, frozen=True, gc=False):
         return None
 
 
-PLAY = "play"
-DRAW = "draw"
-SWAP = "swap_ono99"
+class ActionType(StrEnum):
+    """What an action does (its members are the strings of the action document)."""
+
+    PLAY = "play"  # play ``card`` (R-TURN-1)
+    SWAP = "swap_ono99"  # swap four ono99 cards (R-99-2)
+    DRAW = "draw"  # draw an owed card, draw "manual" only (R-DRAW-1)
+
+
+PLAY = ActionType.PLAY
+DRAW = ActionType.DRAW
+SWAP = ActionType.SWAP
 
 
 class Action(Struct, frozen=True, gc=False):
     """A move: ``play`` (with ``card``), ``swap_ono99`` or ``draw``, by player id."""
 
     player: str
-    type: str
+    type: ActionType
     card: str | None = None

@@ -234,3 +234,16 @@ def test_reverse_with_two_players_is_a_zero():
     after, events = play(state, "a", "reverse")
     assert after.direction == 1 and after.current == 1 and after.total == 12
     assert "direction_changed" not in types(events)
+
+
+@pytest.mark.rules("R-TURN-1", "R-DRAW-1")
+@pytest.mark.parametrize("kind", ["jump", "", "PLAY", "pass"])
+def test_an_action_of_no_known_type_is_invalid_input_and_never_a_draw(kind):
+    """Every type but play, swap_ono99 and draw is refused, in manual-draw mode too
+    (where an unknown type used to be taken as a draw)."""
+    state, _ = new_game({"edition": "1980", "draw": "manual"}, ["ann", "bob"], seed=3)
+    played = apply(state, legal_actions(state)[0])[0]
+    assert any(a.type == "draw" for a in legal_actions(played))  # ann owes a draw now
+    with pytest.raises(InvalidInputError) as refused:
+        apply(played, Action("ann", kind))
+    assert refused.value.path == "action.type"
