@@ -1,16 +1,16 @@
 """Turn flow (RULES.md §2–§5): new games, legal actions and applying an action.
 
 ``legal_actions``, ``can_act`` and ``apply`` share one judgement of a card
-(:func:`why_not`) and one list of what a hand allows (:func:`_choices`), so an action
-is accepted exactly when it is listed.
+(:func:`why_not`) and one generator of what a hand allows (:func:`_moves`), so an
+action is accepted exactly when it is listed.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
-from typing import Annotated, Any, Literal, NamedTuple, Protocol
+from typing import Annotated, Any, Literal, Protocol
 
 import msgspec
 from msgspec import structs
@@ -84,22 +84,20 @@ def why_not(s: _Position, card: str) -> tuple[str, str] | None:
     Only the total, a pending first-of-two card and an ono99 already played this turn
     matter, and the judgement is a few comparisons: it is made afresh each time.
     """
-    play2 = s.play2
-    return _judge(s.rules, s.total, play2 is not None and play2.cards_left == 2, s.ono99_played, card)
-
-
-def _judge(rules: Rules, total: int, first_of_two: bool, ono99_played: bool, card: str) -> tuple[str, str] | None:
+    rules = s.rules
     if card == "ono99":
         if not rules.ono99_on_zero:
-            return _ONO99_UNPLAYABLE
-        if total % 10:
-            return _ONO99_NOT_ON_ZERO
-        if ono99_played:
-            return _ONE_ONO99
-    elif card == "play2" and first_of_two and not rules.play2_as_first_card:
-        return _PLAY2_FIRST
-    if new_total(rules, total, card) >= rules.limit:
-        return OVER_LIMIT
+            return _ONO99_UNPLAYABLE  # R-99-1
+        if s.total % 10:
+            return _ONO99_NOT_ON_ZERO  # R-99-3
+        if s.ono99_played:
+            return _ONE_ONO99  # R-99-3
+    elif card == "play2" and not rules.play2_as_first_card:
+        play2 = s.play2
+        if play2 is not None and play2.cards_left == 2:
+            return _PLAY2_FIRST  # R-P2-3
+    if new_total(rules, s.total, card) >= rules.limit:
+        return OVER_LIMIT  # R-TURN-2
     return None
 
 
@@ -121,48 +119,41 @@ def _can_draw(s: GameState | Table, seat: int) -> bool:
 _ACTION_TYPES = frozenset(ActionType)
 
 
-class Choices(NamedTuple):
-    """What the player to act may do with a hand: the one judgement of cards that
-    listing, "can this player act" and applying all use."""
+def _moves(s: GameState | Table, seat: int) -> Iterator[Action]:
+    """The actions of the player at ``seat`` taking their turn, lazily and in order:
+    each distinct playable card of the hand, the R-99-2 swap, and, only when there is
+    neither, the cards they must bust with in points scoring (R-PTS-1).
 
-    plays: list[str]  # distinct cards that may be played, in hand order
-    busts: list[str]  # distinct cards only the limit stops (points scoring may bust with them, R-PTS-1)
-    swap: bool  # the R-99-2 swap is open
-
-
-def _choices(s: _Position, hand: tuple[str, ...]) -> Choices:
+    The one judgement of a hand: ``legal_actions`` lists it, ``can_act`` asks for its
+    first action, ``apply`` accepts a play exactly when it is among them.
+    """
+    player = s.players[seat]
+    pid, hand = player.id, player.hand
     plays: list[str] = []
-    busts: list[str] = []
     for card in hand:
-        problem = why_not(s, card)
-        if problem is None:
-            if card not in plays:
-                plays.append(card)
-        elif problem is OVER_LIMIT and card not in busts:
-            busts.append(card)
-    return Choices(plays, busts, _can_swap(s, hand))
+        if card not in plays and why_not(s, card) is None:
+            plays.append(card)
+            yield Action(pid, PLAY, card)
+    swap = _can_swap(s, hand)
+    if swap:
+        yield Action(pid, SWAP)
+    if not plays and not swap and _can_bust(s.rules):
+        for card in dict.fromkeys(hand):
+            if why_not(s, card) is OVER_LIMIT:
+                yield Action(pid, PLAY, card)
 
 
 def can_act(t: Table | GameState, seat: int) -> bool:
-    """Whether ``seat`` has any action now, taking their turn (R-ELIM-2): the same
-    judgement as :func:`legal_actions`."""
-    plays, busts, swap = _choices(t, t.players[seat].hand)
-    return bool(plays) or swap or (bool(busts) and _can_bust(t.rules)) or _can_draw(t, seat)
+    """Whether ``seat`` has any action now, taking their turn (R-ELIM-2)."""
+    return next(_moves(t, seat), None) is not None or _can_draw(t, seat)
 
 
 def legal_actions(state: GameState) -> list[Action]:
-    """Every action the rules allow now: the player to act's plays (and swap), then
-    the draws owed in manual-draw mode. Empty once the game is over."""
+    """Every action the rules allow now: the player to act's moves, then the draws owed
+    in manual-draw mode. Empty once the game is over."""
     if state.status != PLAYING or state.current is None:
         return []
-    player = state.players[state.current]
-    pid = player.id
-    plays, busts, swap = _choices(state, player.hand)
-    actions = [Action(pid, PLAY, card) for card in plays]
-    if swap:
-        actions.append(Action(pid, SWAP))
-    if not actions and _can_bust(state.rules):
-        actions = [Action(pid, PLAY, card) for card in busts]  # R-PTS-1
+    actions = list(_moves(state, state.current))
     if state.owed_draws:
         actions.extend(Action(state.players[i].id, DRAW) for i in state.owed_draws if _can_draw(state, i))
     return actions
@@ -203,16 +194,14 @@ def apply(state: GameState, action: Action | Mapping[str, Any]) -> tuple[GameSta
     if card not in hand:
         raise IllegalActionError("R-TURN-1", "card_not_in_hand", f"{card!r} is not in the player's hand")
     problem = why_not(state, card)
-    bust = False
-    if problem is not None:
+    # A card judged playable is always among the moves; only a refused one needs the
+    # rest of them (it may be a bust, R-PTS-1).
+    if problem is not None and Action(pid, PLAY, card) not in _moves(state, seat):
         if problem is OVER_LIMIT and _can_bust(state.rules):
-            plays, _, swap = _choices(state, hand)
-            if plays or swap:
-                raise IllegalActionError("R-PTS-1", "total_would_reach_limit",
-                                         "going over the limit is allowed only without a legal play")
-            bust = True  # R-PTS-1
-        else:
-            raise _illegal(problem)
+            raise IllegalActionError("R-PTS-1", "total_would_reach_limit",
+                                     "going over the limit is allowed only without a legal play")
+        raise _illegal(problem)
+    bust = problem is OVER_LIMIT  # R-PTS-1
     t = Table(state)
     _play(t, seat, card, bust)
     return t.freeze(), t.events
