@@ -202,8 +202,11 @@ def state_from_doc(doc: StateDoc) -> GameState:
     _check_cards(rules, cards, doc)
 
     # R-TURN-2, R-TOT-2; in points scoring each bust may pass the limit by up to 10.
+    # With no floor every -10 may be played once per pass through the draw pile: once
+    # from the deal, and once more after each reshuffle.
     total = doc.total
-    low = rules.total_floor if rules.total_floor is not None else -10 * rules.deck_counts.get("-10", 0)
+    low = rules.total_floor if rules.total_floor is not None else \
+        -10 * rules.deck_counts.get("-10", 0) * (doc.shuffles + 1)
     high = rules.limit - 1 + 10 * busted_count
     if not low <= total <= high:
         raise _fail(f"must be from {low} to {high} under these rules", "total")

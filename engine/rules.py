@@ -40,9 +40,10 @@ def _one_of(*choices: str) -> Callable[[str, Any], Any]:
 
 
 def _floor(name: str, value: Any) -> Any:
+    # A game starts at a total of 0, so a floor above 0 could never hold (R-TOT-2).
     if value is None:
         return None
-    return _int_in(-10_000, 10_000)(name, value)
+    return _int_in(-10_000, 0)(name, value)
 
 
 def _deflectors(name: str, value: Any) -> Any:
@@ -89,7 +90,7 @@ OPTIONS: Final = (
     Option("limit", "R-TURN-2", "a play must leave the total below this", _int_in(1, 10_000),
            {"type": "integer", "minimum": 1, "maximum": 10_000}),
     Option("total_floor", "R-TOT-2", "lowest total a -10 can leave (null: may go negative)", _floor,
-           {"type": ["integer", "null"], "minimum": -10_000, "maximum": 10_000}),
+           {"type": ["integer", "null"], "minimum": -10_000, "maximum": 0}),
     Option("play2_deflectors", "R-P2-2", "cards that pass a pending Play 2 on", _deflectors,
            {"type": "array", "items": {"enum": list(DEFLECTOR_CARDS)}, "uniqueItems": True}),
     Option("play2_as_first_card", "R-P2-3", "may a play2 be the first of two cards", _bool, _BOOL),
