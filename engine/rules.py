@@ -204,12 +204,13 @@ def check_combination(rules: Rules) -> None:
     """Refuse option combinations that cannot be played (InvalidInputError)."""
     if rules.total_floor is not None and rules.total_floor >= rules.limit:
         raise InvalidInputError("total_floor must be below limit", "rules.total_floor")
-    if rules.play2_as_first_card != ("play2" in rules.play2_deflectors):
-        # A play2 allowed as the first of two cards is exactly a play2 that passes the
-        # obligation on (R-P2-2); forbidden first (R-P2-3), it cannot deflect.
+    if "play2" in rules.play2_deflectors and not rules.play2_as_first_card:
+        # A deflector is played as the first of the two cards (R-P2-2); a play2 that may
+        # not be first (R-P2-3) cannot pass the obligation on. The other way round is
+        # consistent: a play2 allowed first but not deflecting adds 0 (R-P2-7).
         raise InvalidInputError(
-            "play2_as_first_card must be true exactly when play2 is among play2_deflectors",
-            "rules.play2_as_first_card")
+            "play2 can pass a Play 2 on only as the first of two cards: it needs play2_as_first_card",
+            "rules.play2_deflectors")
     if rules.ono99_swap and rules.hand_size < 4:
         raise InvalidInputError("ono99_swap needs a hand_size of at least 4", "rules.ono99_swap")
 

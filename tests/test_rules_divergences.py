@@ -45,3 +45,35 @@ def test_a_floor_at_or_below_zero_holds_from_the_first_state_on(floor):
             break
         state = roundtrip(apply(state, rng.choice(actions))[0])
         assert state.total >= floor
+
+
+@pytest.mark.rules("R-P2-2", "R-P2-3", "R-P2-7")
+@pytest.mark.parametrize(("first", "deflectors", "accepted"), [
+    (True, ["reverse", "play2"], True),    # 2022: play2 first, deflecting
+    (False, ["reverse", "hold"], True),    # 1980: play2 never first
+    (True, ["reverse", "hold"], True),     # house rule: play2 first, adding 0 (R-P2-7)
+    (False, ["reverse", "play2"], False),  # a deflector that may not be first: contradictory
+])
+def test_only_the_contradictory_play2_combination_is_refused_with_its_field(first, deflectors, accepted):
+    doc = {"edition": "1980", "play2_as_first_card": first, "play2_deflectors": deflectors}
+    if accepted:
+        rules = resolve_rules(doc)
+        assert rules.play2_as_first_card is first
+    else:
+        with pytest.raises(InvalidInputError) as refused:
+            resolve_rules(doc)
+        assert refused.value.path == "rules.play2_deflectors"
+
+
+@pytest.mark.rules("R-P2-7", "R-P2-1")
+def test_a_play2_first_but_not_deflecting_adds_0_and_the_player_plays_a_second_card():
+    from tests.conftest import puzzle
+
+    state = puzzle("1980", hands={"ann": ["play2", "3", "4", "5"], "bob": ["play2", "6", "7", "8"]}, total=20,
+                   play2={"player": "ann", "cards_left": 2}, play2_as_first_card=True)
+    after, events = apply(state, {"player": "ann", "type": "play", "card": "play2"})
+    assert after.total == 20 and after.players[after.current].id == "ann"
+    assert after.play2 is not None and after.play2.cards_left == 1  # her second card is owed
+    done, _ = apply(after, {"player": "ann", "type": "play", "card": "3"})
+    assert done.players[done.current].id == "bob" and done.play2 is None  # no one else is obligated
+    roundtrip(done)

@@ -228,7 +228,7 @@ def test_rules_validation_explains_bad_options():
                       ({"edition": "2022", "colour": 1}, "rules"),
                       ({"edition": "2022", "ono99_swap": 1}, "rules.ono99_swap"),
                       ({"edition": "2022", "deck": {"11": 3}}, "rules.deck"),
-                      ({"edition": "1980", "play2_as_first_card": True}, "rules.play2_as_first_card"),
+                      ({"edition": "2022", "play2_as_first_card": False}, "rules.play2_deflectors"),
                       ({"edition": "2022", "total_floor": 200}, "rules.total_floor")]:
         with pytest.raises(InvalidInputError) as exc:
             resolve_rules(bad)
