@@ -250,6 +250,7 @@ def state_from_doc(doc: StateDoc) -> GameState:
         winners = tuple(seat_of(w, f"winners[{k}]") for k, w in enumerate(doc.winners))
         if len(set(winners)) != len(winners):
             raise _fail("names a player twice", "winners")
+        _check_finished(rules, players, winners)
     round_starter = 0 if doc.round_starter is None else seat_of(doc.round_starter, "round_starter")
 
     owed: tuple[int, ...] = ()
@@ -276,6 +277,30 @@ def state_from_doc(doc: StateDoc) -> GameState:
     if playing and not can_act(state, current):  # type: ignore[arg-type]
         raise _fail(f"{doc.current!r} is to act but has no legal action (R-ELIM-2)", "current")
     return state
+
+
+def _check_finished(rules: Rules, players: list[Player], winners: tuple[int, ...]) -> None:
+    """The winners of a finished game are the ones its scoring makes (R-WIN-1,
+    R-SCORE-TOK, R-PTS-4, R-PTS-5)."""
+    standing = [i for i, p in enumerate(players) if p.status != OUT]
+    if rules.scoring != "points":
+        # The last player in the game wins alone; everyone else is out.
+        if len(standing) != 1 or winners != (standing[0],) or players[standing[0]].status != ACTIVE:
+            raise _fail("the one player left in the game, and only they, is the winner", "winners")
+        return
+    scores = {players[i].score for i in winners}
+    if len(scores) != 1:
+        raise _fail("winners share the win with equal scores", "winners")
+    if max(p.score for p in players) < rules.target:
+        raise _fail(f"a points game ends when a score reaches the target ({rules.target})", "winners")
+    if rules.end == "lowest_score":
+        # R-PTS-5: the fewest points win, ties sharing.
+        low = min(p.score for p in players)
+        if set(winners) != {i for i, p in enumerate(players) if p.score == low}:
+            raise _fail("the players with the fewest points, and only they, are the winners", "winners")
+    elif standing and (len(standing) != 1 or winners != (standing[0],)):
+        # R-PTS-4: the last player standing wins alone.
+        raise _fail("the one player left in the game, and only they, is the winner", "winners")
 
 
 def _check_cards(rules: Rules, cards: list[str], doc: StateDoc) -> None:

@@ -77,3 +77,38 @@ def test_a_play2_first_but_not_deflecting_adds_0_and_the_player_plays_a_second_c
     done, _ = apply(after, {"player": "ann", "type": "play", "card": "3"})
     assert done.players[done.current].id == "bob" and done.play2 is None  # no one else is obligated
     roundtrip(done)
+
+
+def _finished(rules, players=("ann", "bob", "cy"), seed=4):
+    state, _ = new_game(rules, list(players), seed=seed)
+    rng = random.Random(seed)
+    while state.status == "playing":
+        state, _ = apply(state, rng.choice(legal_actions(state)))
+    return encode_state(state)
+
+
+@pytest.mark.rules("R-WIN-1", "R-SCORE-TOK")
+@pytest.mark.parametrize("scoring", ["elimination", "tokens"])
+def test_a_finished_game_whose_winner_is_not_the_last_player_in_it_is_refused(scoring):
+    doc = _finished({"edition": "1980", "scoring": scoring})
+    decode_state(doc)  # as the engine made it
+    winner = doc["winners"][0]
+    loser = next(p for p in doc["players"] if p["id"] != winner)
+    wrong_winner = {**doc, "winners": [loser["id"]]}  # out of the game, the last one active
+    revived = {**doc, "players": [{**p, "status": "active"} for p in doc["players"]]}  # one winner, all active
+    for inconsistent in (wrong_winner, revived):
+        with pytest.raises(InvalidInputError) as refused:
+            decode_state(inconsistent)
+        assert refused.value.path == "state.winners"
+
+
+@pytest.mark.rules("R-PTS-4", "R-PTS-5")
+@pytest.mark.parametrize("end", ["last_standing", "lowest_score"])
+def test_a_finished_points_game_names_exactly_the_winners_its_scores_make(end):
+    doc = _finished({"edition": "2022", "scoring": "points", "target": 40, "end": end})
+    decode_state(doc)
+    others = [p["id"] for p in doc["players"] if p["id"] not in doc["winners"]]
+    for winners in ([*doc["winners"], others[0]], [others[0]]):
+        with pytest.raises(InvalidInputError) as refused:
+            decode_state({**doc, "winners": winners})
+        assert refused.value.path == "state.winners"
