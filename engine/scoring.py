@@ -7,7 +7,7 @@ from msgspec import structs
 from .cards import HAND_POINTS, deck_cards
 from .shuffle import shuffled
 from .state import ACTIVE, OUT, Player
-from .table import Table, end_game
+from .table import Table, draw_card, end_game
 
 
 def in_game(t: Table) -> list[int]:
@@ -42,8 +42,15 @@ def hand_points(hand: tuple[str, ...], hand_size: int, busted: bool) -> int:
 
 
 def points_round_over(t: Table) -> None:
-    """R-PTS-3..5: one player is left in the round; everyone in the game scores."""
+    """R-PTS-3..5: one player is left in the round; everyone in the game scores.
+
+    A draw still owed when the round ends (draw "manual": the play that ended it left
+    no time to send it) is drawn first: the player is not charged for a card the end of
+    the round kept from them (R-PTS-3 charges only draws lost to R-DRAW-1)."""
     rules = t.rules
+    for seat in t.owed_draws:
+        draw_card(t, seat)
+    t.owed_draws = ()
     seats = in_game(t)
     points: dict[str, int] = {}
     scores: dict[str, int] = {}

@@ -112,3 +112,36 @@ def test_a_finished_points_game_names_exactly_the_winners_its_scores_make(end):
         with pytest.raises(InvalidInputError) as refused:
             decode_state({**doc, "winners": winners})
         assert refused.value.path == "state.winners"
+
+
+@pytest.mark.rules("R-PTS-1", "R-PTS-3", "R-DRAW-1")
+def test_a_play_that_ends_a_manual_draw_round_draws_the_players_card_before_scoring():
+    """With draw "manual" the player whose play ends the round never gets to send their
+    draw: it is drawn for them, not charged 15 points as a missing card."""
+    from engine.cards import HAND_POINTS
+
+    checked = 0
+    for seed in range(60):
+        state, _ = new_game({"edition": "1980", "scoring": "points", "draw": "manual", "target": 60},
+                            ["ann", "bob", "cy"], seed=seed)
+        rng = random.Random(seed)
+        while state.status == "playing":
+            before = state
+            state, events = apply(state, rng.choice(legal_actions(state)))
+            kinds = [e["type"] for e in events]
+            if events[0]["type"] != "played" or "round_over" not in kinds:
+                continue
+            player = events[0]["player"]
+            seat = before.seat(player)
+            end = kinds.index("round_over")
+            drew = [e["card"] for e in events[:end] if e["type"] == "drew" and e["player"] == player]
+            assert len(drew) == 1, kinds
+            hand = list(before.players[seat].hand)
+            hand.remove(events[0]["card"])
+            busted = any(e["type"] == "out_of_round" and e["player"] == player for e in events[:end])
+            # Draws lost earlier in the round (R-DRAW-1) are still charged, 15 each.
+            missing = before.rules.hand_size - len(hand) - 1
+            expected = sum(HAND_POINTS[c] for c in [*hand, *drew]) + 15 * missing + (25 if busted else 0)
+            assert events[end]["points"][player] == expected
+            checked += 1
+    assert checked > 50
