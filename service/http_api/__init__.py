@@ -15,7 +15,7 @@ from ..application import Application, is_session_id
 from ..config import Settings
 from ..errors import ServiceError
 from ..signing import warn_unsigned_states
-from . import games, sessions
+from . import docs, games, sessions
 from .problems import PROBLEM_JSON, from_http_exception, from_unexpected, problem_response
 from .schemas import ProblemSchema, engine_components
 
@@ -48,7 +48,7 @@ def create_app(settings: Settings | None = None, *, warn_unsigned: bool = True) 
     app.config.update(
         API_TITLE="ONO 99 rules service", API_VERSION="1.0.0", OPENAPI_VERSION="3.1.0",
         OPENAPI_URL_PREFIX="/", OPENAPI_JSON_PATH="openapi.json",
-        OPENAPI_REDOC_PATH="/docs", OPENAPI_REDOC_URL="https://cdn.jsdelivr.net/npm/redoc@2/bundles/redoc.standalone.js",
+        OPENAPI_REDOC_PATH="/docs", OPENAPI_REDOC_URL=docs.REDOC_URL,  # served by the app: docs.py
         MAX_CONTENT_LENGTH=settings.max_body_bytes,
         API_SPEC_OPTIONS={
             "info": {"description": "Rules engine for ONO 99 (2022 and 1980 editions) as a service. "
@@ -68,6 +68,7 @@ def create_app(settings: Settings | None = None, *, warn_unsigned: bool = True) 
         api.spec.components.schema(name, component=schema)
     api.register_blueprint(games.blp)
     api.register_blueprint(sessions.blp)
+    docs.register(app)
 
     @app.errorhandler(ServiceError)
     def _service_error(error: ServiceError) -> Response:
