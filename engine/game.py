@@ -252,6 +252,10 @@ def _play(t: Table, seat: int, card: str, bust: bool) -> None:
     if first_of_two and not deflect and not bust:
         t.play2 = Play2(seat, 1)  # R-P2-1: the second card follows
         _enter_turn(t)
+    elif bust and play2 is not None:
+        # R-P2-5: the obligated player left the round, which clears the obligation,
+        # whatever card they busted with.
+        _end_turn(t, seat, obligate=False)
     else:
         # A play2 as any card but a deflecting first one takes its normal effect
         # (R-P2-4); a deflector passes the obligation on (R-P2-2, R-P2-3).

@@ -145,3 +145,24 @@ def test_a_play_that_ends_a_manual_draw_round_draws_the_players_card_before_scor
             assert events[end]["points"][player] == expected
             checked += 1
     assert checked > 50
+
+
+@pytest.mark.rules("R-P2-5", "R-PTS-1")
+@pytest.mark.parametrize("card", ["reverse", "play2"])
+def test_an_obligated_player_who_busts_with_a_deflector_clears_the_obligation(card):
+    """After a bust the total stays past the limit, so the next player can only bust:
+    the obligated one busting with a deflector leaves the round, and no one is obligated."""
+    from tests.conftest import puzzle
+
+    hands = {"ann": [card, "5", "7", "9"], "bob": ["2", "3", "4", "6"], "cy": ["2", "3", "4", "6"],
+             "dee": ["2", "3", "4", "6"], "eve": ["2", "3", "4", "6"]}
+    doc = encode_state(puzzle("2022", hands=hands, total=90, scoring="points",
+                              statuses={"bob": "out_of_round"}, play2={"player": "ann", "cards_left": 2}))
+    doc["total"] = 104  # bob busted to 104 (R-PTS-1)
+    doc["players"][1]["busted"] = True
+    state = decode_state(doc)
+    assert [a.card for a in legal_actions(state)] == [card, "5", "7", "9"]  # only busts are left
+    after, events = apply(state, {"player": "ann", "type": "play", "card": card})
+    assert {"type": "out_of_round", "player": "ann", "reason": "busted"} in events
+    assert after.play2 is None and "play2_pending" not in [e["type"] for e in events]
+    roundtrip(after)
