@@ -71,7 +71,7 @@ def test_a_play2_first_but_not_deflecting_adds_0_and_the_player_plays_a_second_c
 
     state = puzzle("1980", hands={"ann": ["play2", "3", "4", "5"], "bob": ["play2", "6", "7", "8"]}, total=20,
                    play2={"player": "ann", "cards_left": 2}, play2_as_first_card=True)
-    after, events = apply(state, {"player": "ann", "type": "play", "card": "play2"})
+    after, _ = apply(state, {"player": "ann", "type": "play", "card": "play2"})
     assert after.total == 20 and after.players[after.current].id == "ann"
     assert after.play2 is not None and after.play2.cards_left == 1  # her second card is owed
     done, _ = apply(after, {"player": "ann", "type": "play", "card": "3"})
