@@ -1,5 +1,5 @@
 """The ``/docs`` page's assets, served by the app itself: ReDoc is vendored in
-``static/redoc`` (see its README), so the page renders without internet access, and the
+``docs-assets`` (see its README), so the page renders without internet access, and the
 page's Content-Security-Policy lets the browser load nothing from any other origin."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 from flask import Flask, Response, abort, request, send_file
 
-ASSETS = Path(__file__).resolve().parent / "static" / "redoc"
+ASSETS = Path(__file__).resolve().parent / "docs-assets"  # not a name Python could import
 ASSET_PREFIX = "/docs/assets/"
 REDOC_URL = ASSET_PREFIX + "redoc.standalone.js"
 
