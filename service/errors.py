@@ -1,45 +1,43 @@
 """Service errors with stable machine-readable codes (API.md), shared by HTTP and gRPC.
 
 The application layer raises these; each transport maps ``code`` to its own status
-(``HTTP_STATUS`` here, the gRPC mapping beside the gRPC server).
+from the one table, ``ERRORS``.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from engine import IllegalActionError, InvalidInputError
 
-HTTP_STATUS = {
-    "invalid_request": 400,
-    "unauthorized": 401,
-    "forbidden": 403,
-    "not_found": 404,
-    "method_not_allowed": 405,
-    "version_conflict": 409,
-    "too_large": 413,
-    "unsupported_media_type": 415,
-    "illegal_action": 422,
-    "idempotency_key_reused": 422,
-    "too_many_requests": 429,
-    "internal_error": 500,
-    "unavailable": 503,
-}
 
-TITLES = {
-    "invalid_request": "Invalid request",
-    "unauthorized": "Missing or unknown credentials",
-    "forbidden": "Not allowed for this seat",
-    "not_found": "Not found",
-    "method_not_allowed": "Method not allowed",
-    "version_conflict": "Version conflict",
-    "too_large": "Request body too large",
-    "unsupported_media_type": "Unsupported media type",
-    "illegal_action": "Illegal action",
-    "idempotency_key_reused": "Idempotency key reused with a different request",
-    "too_many_requests": "Too many requests",
-    "internal_error": "Internal error",
-    "unavailable": "Session store unavailable",
+@dataclass(frozen=True)
+class ErrorCode:
+    """How one error code is answered: HTTP status, gRPC status code, problem title."""
+
+    http: int
+    grpc: str  # the name of a google.rpc.Code
+    title: str
+
+
+# The one table of error codes. The HTTP and gRPC transports map from it, and a test
+# checks the README and the .proto comment against it.
+ERRORS: dict[str, ErrorCode] = {
+    "invalid_request": ErrorCode(400, "INVALID_ARGUMENT", "Invalid request"),
+    "unauthorized": ErrorCode(401, "UNAUTHENTICATED", "Missing or unknown credentials"),
+    "forbidden": ErrorCode(403, "PERMISSION_DENIED", "Not allowed for this seat"),
+    "not_found": ErrorCode(404, "NOT_FOUND", "Not found"),
+    "method_not_allowed": ErrorCode(405, "UNIMPLEMENTED", "Method not allowed"),
+    "version_conflict": ErrorCode(409, "ABORTED", "Version conflict"),
+    "too_large": ErrorCode(413, "RESOURCE_EXHAUSTED", "Request body too large"),
+    "unsupported_media_type": ErrorCode(415, "INVALID_ARGUMENT", "Unsupported media type"),
+    "illegal_action": ErrorCode(422, "FAILED_PRECONDITION", "Illegal action"),
+    "idempotency_key_reused": ErrorCode(422, "FAILED_PRECONDITION",
+                                        "Idempotency key reused with a different request"),
+    "too_many_requests": ErrorCode(429, "RESOURCE_EXHAUSTED", "Too many requests"),
+    "internal_error": ErrorCode(500, "INTERNAL", "Internal error"),
+    "unavailable": ErrorCode(503, "UNAVAILABLE", "Session store unavailable"),
 }
 
 
@@ -47,7 +45,7 @@ class ServiceError(Exception):
     """An error a caller can act on: ``code`` (stable), ``detail`` (for people), extras."""
 
     def __init__(self, code: str, detail: str, **extra: Any) -> None:
-        assert code in HTTP_STATUS, code
+        assert code in ERRORS, code
         super().__init__(detail)
         self.code = code
         self.detail = detail
@@ -55,7 +53,7 @@ class ServiceError(Exception):
 
     def problem(self) -> dict[str, Any]:
         """The RFC 9457 problem document (without ``status``, which is per transport)."""
-        return {"type": f"urn:ono99:problem:{self.code}", "title": TITLES[self.code],
+        return {"type": f"urn:ono99:problem:{self.code}", "title": ERRORS[self.code].title,
                 "code": self.code, "detail": self.detail, **self.extra}
 
 

@@ -7,24 +7,7 @@ from google.protobuf import any_pb2
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
-from ..errors import ServiceError
-
-# The HTTP table of API.md, in gRPC terms.
-GRPC_CODE = {
-    "invalid_request": code_pb2.INVALID_ARGUMENT,
-    "unauthorized": code_pb2.UNAUTHENTICATED,
-    "forbidden": code_pb2.PERMISSION_DENIED,
-    "not_found": code_pb2.NOT_FOUND,
-    "method_not_allowed": code_pb2.UNIMPLEMENTED,
-    "version_conflict": code_pb2.ABORTED,
-    "too_large": code_pb2.RESOURCE_EXHAUSTED,
-    "unsupported_media_type": code_pb2.INVALID_ARGUMENT,
-    "illegal_action": code_pb2.FAILED_PRECONDITION,
-    "idempotency_key_reused": code_pb2.FAILED_PRECONDITION,
-    "too_many_requests": code_pb2.RESOURCE_EXHAUSTED,
-    "internal_error": code_pb2.INTERNAL,
-    "unavailable": code_pb2.UNAVAILABLE,
-}
+from ..errors import ERRORS, ServiceError
 
 
 def to_status(error: ServiceError) -> grpc.Status:
@@ -34,5 +17,5 @@ def to_status(error: ServiceError) -> grpc.Status:
                                        metadata={k: str(v) for k, v in error.extra.items() if k != "errors"})
     detail = any_pb2.Any()
     detail.Pack(info)
-    return rpc_status.to_status(status_pb2.Status(code=GRPC_CODE[error.code], message=error.detail,
-                                                  details=[detail]))
+    code = code_pb2.Code.Value(ERRORS[error.code].grpc)
+    return rpc_status.to_status(status_pb2.Status(code=code, message=error.detail, details=[detail]))

@@ -9,20 +9,21 @@ import msgspec
 from flask import Response, request
 from werkzeug.exceptions import HTTPException
 
-from ..errors import HTTP_STATUS, ServiceError
+from ..errors import ERRORS, ServiceError
 
 log = logging.getLogger("ono99.http")
 PROBLEM_JSON = "application/problem+json"
 _json = msgspec.json.Encoder()
 
-_BY_STATUS = {400: "invalid_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
-              405: "method_not_allowed", 409: "version_conflict", 413: "too_large",
-              415: "unsupported_media_type", 422: "invalid_request", 503: "unavailable"}
+# werkzeug's and webargs' HTTP errors by status (webargs refuses a body with 422).
+_BY_STATUS = {ERRORS[code].http: code for code in (
+    "invalid_request", "unauthorized", "forbidden", "not_found", "method_not_allowed", "too_large",
+    "unsupported_media_type", "unavailable")} | {422: "invalid_request"}
 
 
 def problem_response(error: ServiceError, headers: dict[str, str] | None = None) -> Response:
     """The problem+json response of a service error."""
-    status = HTTP_STATUS[error.code]
+    status = ERRORS[error.code].http
     body = {**error.problem(), "status": status}
     if status >= 500:
         log.error("request failed", extra={"code": error.code, "path": request.path})
