@@ -24,7 +24,7 @@ from . import metrics
 from .config import Settings
 from .errors import ServiceError, from_engine
 from .signing import StateSigner
-from .store import Conflict, SessionStore
+from .store import FIRST_VERSION, Conflict, SessionStore
 
 log = logging.getLogger("ono99.app")
 
@@ -78,6 +78,29 @@ class Outcome:
         if self._signature is None and self._signer.enabled:
             self._signature = self._signer.sign(self.state_json)
         return self._signature
+
+
+@dataclass(frozen=True)
+class SessionCreated:
+    """A new session: its id and first version, each seat's token (shown only here), and
+    the view and events as a spectator sees them (the creator holds no seat yet)."""
+
+    session_id: str
+    version: int
+    seats: dict[str, str]
+    view: engine.ViewDoc
+    events: list[Event]
+
+
+@dataclass(frozen=True)
+class SessionRead:
+    """A session as a caller may read it: a seat's view, or for the service key the
+    spectator's view and the full state."""
+
+    session_id: str
+    version: int
+    view: engine.ViewDoc
+    state: GameState | None
 
 
 @dataclass(frozen=True)
@@ -174,12 +197,10 @@ class Application:
         return self.store
 
     def create_session(self, rules: Any, players: Any, seed: Any = None, deck: Any = None,
-                       ttl: int | None = None, caller: Caller | None = None,
-                       ) -> tuple[str, dict[str, str], engine.ViewDoc, list[Event]]:
-        """Deal a game into a new session; returns its id, the seat tokens, and the view
-        and events as a spectator sees them (the creator holds no seat yet). ``ttl`` None:
-        the service's default. With API keys configured only their holders (and the
-        service key) may create; creations are rate limited per key, else per address."""
+                       ttl: int | None = None, caller: Caller | None = None) -> SessionCreated:
+        """Deal a game into a new session. ``ttl`` None: the service's default. With API
+        keys configured only their holders (and the service key) may create; creations
+        are rate limited per key, else per address."""
         low, high = SESSION_TTL_RANGE
         if ttl is not None and not low <= ttl <= high:
             raise ServiceError("invalid_request", f"ttl_seconds must be from {low} to {high}", field="ttl_seconds")
@@ -192,8 +213,9 @@ class Application:
         for _ in range(3):
             session_id = secrets.token_urlsafe(16)
             if store.create(session_id, engine.dumps_state(state), seats, _json.encode(events), ttl):
-                log.info("session created", extra={"session_id": session_id, "version": 1})
-                return session_id, tokens, engine.view_doc(state, None), engine.redact_events(events, None)
+                log.info("session created", extra={"session_id": session_id, "version": FIRST_VERSION})
+                return SessionCreated(session_id, FIRST_VERSION, tokens, engine.view_doc(state, None),
+                                      engine.redact_events(events, None))
         raise ServiceError("internal_error", "could not allocate a session id")
 
     def _admit_creation(self, store: SessionStore, caller: Caller) -> None:
@@ -240,14 +262,14 @@ class Application:
             raise ServiceError("not_found", f"no session {session_id!r} (unknown or expired)")
         return stored
 
-    def get_session(self, session_id: str, token: str | None) -> tuple[int, engine.ViewDoc, GameState | None]:
-        """(version, view, state): a seat token's view with no state; for the service key,
-        the spectator's view and the full state."""
+    def get_session(self, session_id: str, token: str | None) -> SessionRead:
+        """What the token may read of the session (see :class:`SessionRead`)."""
         stored = self._load(session_id)
         viewer = self.authenticate(stored.seats, token)
         self._sessions().touch(session_id, stored.ttl)
         state = engine.loads_state(stored.state)
-        return stored.version, engine.view_doc(state, viewer), state if viewer is None else None
+        return SessionRead(session_id, stored.version, engine.view_doc(state, viewer),
+                           state if viewer is None else None)
 
     def act(self, session_id: str, token: str | None, action: Any, expected_version: int | None = None,
             idempotency_key: str | None = None, key_field: str = "idempotency_key") -> SessionAnswer:

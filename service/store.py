@@ -45,10 +45,12 @@ redis.call('PUBLISH', ARGV[7], version)
 return {1, version}
 """
 
-# KEYS: game, events. ARGV: state, seats, events JSON, ttl s. Creates only if absent.
+FIRST_VERSION = 1  # a new session's version; each action adds one
+
+# KEYS: game, events. ARGV: state, seats, events JSON, ttl s, first version. Creates only if absent.
 _CREATE = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-redis.call('HSET', KEYS[1], 'version', 1, 'state', ARGV[1], 'seats', ARGV[2], 'ttl', ARGV[4])
+redis.call('HSET', KEYS[1], 'version', ARGV[5], 'state', ARGV[1], 'seats', ARGV[2], 'ttl', ARGV[4])
 redis.call('RPUSH', KEYS[2], ARGV[3])
 redis.call('EXPIRE', KEYS[1], ARGV[4])
 redis.call('EXPIRE', KEYS[2], ARGV[4])
@@ -236,9 +238,9 @@ class SessionStore:
             return False
 
     def create(self, session_id: str, state: bytes, seats: bytes, events: bytes, ttl: int) -> bool:
-        """Store a new session at version 1; False if the id is taken."""
+        """Store a new session at FIRST_VERSION; False if the id is taken."""
         return bool(self._call("create", lambda: self._durable(lambda client: self._create(
-            keys=keys(session_id)[:2], args=[state, seats, events, ttl], client=client))))
+            keys=keys(session_id)[:2], args=[state, seats, events, ttl, FIRST_VERSION], client=client))))
 
     def read(self, session_id: str, idempotency_key: str | None = None) -> Stored | None:
         """The session (None if unknown or expired), sliding its time to live."""

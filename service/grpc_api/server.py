@@ -395,22 +395,23 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
 
         def work() -> pb.CreateSessionResponse:
             game = request.game
-            session_id, seats, view, events = self.app.create_session(
+            made = self.app.create_session(
                 convert.rules_doc(game.rules), list(game.players), seed=_seed(game),
                 deck=convert.cards(game.deck, "deck") if game.deck else None, ttl=request.ttl_seconds or None,
                 caller=caller)
-            response = pb.CreateSessionResponse(session_id=session_id, version=1, seats=seats, view=_view(view))
-            convert.add_events(response.events, events)
+            response = pb.CreateSessionResponse(session_id=made.session_id, version=made.version, seats=made.seats,
+                                                view=_view(made.view))
+            convert.add_events(response.events, made.events)
             return response
         return await self.calls.answer(context, work)
 
     async def GetSession(self, request: pb.GetSessionRequest,
                    context: grpc.aio.ServicerContext) -> pb.GetSessionResponse:
         def work() -> pb.GetSessionResponse:
-            version, view, state = self.app.get_session(request.session_id, SEAT_TOKEN.get())
-            response = pb.GetSessionResponse(session_id=request.session_id, version=version, view=_view(view))
-            if state is not None:
-                convert.fill_state(response.state, state)
+            read = self.app.get_session(request.session_id, SEAT_TOKEN.get())
+            response = pb.GetSessionResponse(session_id=read.session_id, version=read.version, view=_view(read.view))
+            if read.state is not None:
+                convert.fill_state(response.state, read.state)
             return response
         return await self.calls.answer(context, work)
 
@@ -558,7 +559,7 @@ class GrpcServer:
     async def _report(self, checks: Any) -> None:
         """Session calls are NOT_SERVING while Redis does not answer; stateless ones stay up."""
         up = self.store is not None and await asyncio.get_running_loop().run_in_executor(
-            self.calls.pool, self.store.ping)
+            self.calls.pool, self.app.ready)
         await checks.set(SESSION_SERVICE, health_pb2.HealthCheckResponse.SERVING if up
                          else health_pb2.HealthCheckResponse.NOT_SERVING)
 

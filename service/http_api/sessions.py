@@ -57,12 +57,12 @@ class Sessions(MethodView):
     def post(self, body: dict[str, Any]) -> Response:
         """Deal a game into a new session; the answer holds each seat's secret token (shown once)."""
         caller = Caller(request.remote_addr or "unknown", request.headers.get("X-API-Key") or None)
-        session_id, seats, view, events = app_layer().create_session(
+        made = app_layer().create_session(
             body["rules"], body["players"], seed=body["seed"], deck=body["deck"], ttl=body["ttl_seconds"],
             caller=caller)
-        return json_response({"session_id": session_id, "version": 1, "seats": seats, "view": view,
-                              "events": events}, 201,
-                             headers={"Location": f"/v1/sessions/{session_id}", "ETag": '"v1"'})
+        return json_response({"session_id": made.session_id, "version": made.version, "seats": made.seats,
+                              "view": made.view, "events": made.events}, 201,
+                             headers={"Location": f"/v1/sessions/{made.session_id}", "ETag": f'"v{made.version}"'})
 
 
 @blp.route("/<session_id>")
@@ -72,11 +72,11 @@ class Session(MethodView):
     @document_errors(blp, 401, 404, 503)
     def get(self, session_id: str) -> Response:
         """The caller's view (a seat token), or the full state (the service key)."""
-        version, view, state = app_layer().get_session(session_id, _token())
-        body: dict[str, Any] = {"session_id": session_id, "version": version, "view": view}
-        if state is not None:
-            body["state"] = engine.state_to_doc(state)
-        return json_response(body, headers={"ETag": f'"v{version}"'})
+        read = app_layer().get_session(session_id, _token())
+        body: dict[str, Any] = {"session_id": session_id, "version": read.version, "view": read.view}
+        if read.state is not None:
+            body["state"] = engine.state_to_doc(read.state)
+        return json_response(body, headers={"ETag": f'"v{read.version}"'})
 
     @blp.response(204)
     @blp.doc(security=AUTH)
