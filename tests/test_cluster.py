@@ -3,7 +3,6 @@ spread over the nodes while each session stays in one slot."""
 
 from __future__ import annotations
 
-import threading
 import time
 
 import grpc
@@ -88,20 +87,28 @@ def test_event_streams_work_on_the_cluster(cluster):
         stream = pb_grpc.SessionServiceStub(channel).WatchEvents(
             pb.WatchEventsRequest(session_id=sid, after_version=1),
             metadata=[("authorization", f"Bearer {seats['bob']}")], timeout=20)
-        got: list = []
-        watcher = threading.Thread(target=lambda: got.append(next(stream)))
-        watcher.start()
-        time.sleep(0.5)
-        state = decode_state(client.get(f"/v1/sessions/{sid}", headers={"Authorization": f"Bearer {SERVICE_KEY}"})
-                             .json["state"])
-        action = legal_actions(state)[0]
-        assert client.post(f"/v1/sessions/{sid}/actions",
-                           headers={"Authorization": f"Bearer {seats[action.player]}"},
-                           json={"action": {"player": action.player, "type": action.type,
-                                            "card": action.card}}).status_code == 200
-        watcher.join(10)
+        events = iter(stream)
+
+        def act() -> int:
+            state = decode_state(client.get(f"/v1/sessions/{sid}", headers={"Authorization": f"Bearer {SERVICE_KEY}"})
+                                 .json["state"])
+            action = legal_actions(state)[0]
+            done = client.post(f"/v1/sessions/{sid}/actions",
+                               headers={"Authorization": f"Bearer {seats[action.player]}"},
+                               json={"action": {"player": action.player, "type": action.type, "card": action.card}})
+            assert done.status_code == 200
+            return int(done.json["version"])
+
+        first = act()
+        assert next(events).version == first  # the stream is subscribed once it has answered
+        second = act()
+        started = time.monotonic()
+        while (event := next(events)).version != second:
+            pass
+        # Delivered by the PUBLISH of the other node, not by the stream's 15 s re-read.
+        waited = time.monotonic() - started
         stream.cancel()
     finally:
         channel.close()
         rpc.stop()
-    assert got and got[0].type == "played" and got[0].version == 2
+    assert event.version == second and waited < 5

@@ -56,7 +56,13 @@ def test_request_ids_sessions_and_versions_are_logged_and_secrets_are_not(captur
     assert access and access[0]["status"] == 200 and access[0]["route"] == "/v1/sessions/<session_id>/actions"
     for token in [*seats.values(), SERVICE_KEY]:
         assert token not in text
-    assert "hand" not in text and "draw_pile" not in text
+    # No hidden card is logged: no hand, no run of the draw pile, in any JSON spelling,
+    # and no line carries a card at all (the drawn one is hidden from the other seat).
+    hidden = [p["hand"] for p in state["players"]] + [state["draw_pile"][:4]]
+    for cards in hidden:
+        for separators in ((",", ":"), (", ", ": ")):
+            assert json.dumps(cards, separators=separators) not in text
+    assert not [e for e in lines if {"card", "cards", "hand", "hands", "draw_pile"} & set(e)]
 
 
 def test_grpc_calls_log_the_request_id_from_metadata_and_the_session_and_no_token(captured, throwaway_redis):
