@@ -155,128 +155,147 @@ def state_from_doc(doc: StateDoc) -> GameState:
     ``shuffles`` 0, ``round_starter`` the first player, a player's ``tokens`` the
     rules' starting tokens, ``score`` 0 and ``busted`` false.
     """
+    rules = _rules(doc)
+    players = _players(rules, doc)
+    seats = _Seats(players)
+    _check_cards(rules, [*doc.draw_pile, *doc.discard_pile, *(c for p in players for c in p.hand)], doc)
+    _check_progress(doc)
+    current = None if doc.current is None else seats.of(doc.current, "current")
+    winners = seats.list(doc.winners, "winners")
+    if winners:
+        _check_finished(rules, players, winners)
+    state = GameState(
+        rules=rules, players=tuple(players), draw_pile=tuple(doc.draw_pile),
+        discard_pile=tuple(doc.discard_pile), total=_total(rules, doc, players), direction=doc.direction,
+        current=current, play2=_play2(doc, current), round=doc.round, status=doc.status, winners=winners,
+        seed=doc.seed, shuffles=doc.shuffles,
+        round_starter=0 if doc.round_starter is None else seats.of(doc.round_starter, "round_starter"),
+        owed_draws=_owed_draws(rules, doc, players, seats), swapped=doc.turn.swapped,
+        ono99_played=doc.turn.ono99_played)
+    _check_turn(rules, state)
+    return state
+
+
+def _rules(doc: StateDoc) -> Rules:
     try:
-        rules = resolve_rules(doc.rules)
+        return resolve_rules(doc.rules)
     except InvalidInputError as exc:
         raise InvalidInputError(exc.message, f"state.{exc.path}") from None
+
+
+def _players(rules: Rules, doc: StateDoc) -> list[Player]:
+    """Each seat, checked against the rules: ids, hand sizes, statuses, tokens, scores."""
     points = rules.scoring == "points"
-    tokens_mode = rules.scoring == "tokens"
-    max_tokens = rules.tokens if tokens_mode else 0
-    hand_size = rules.hand_size
-
-    seats: dict[str, int] = {}
-    players: list[Player] = []
-    cards: list[str] = [*doc.draw_pile, *doc.discard_pile]
-    busted_count = 0
-    active = 0
+    max_tokens = rules.tokens if rules.scoring == "tokens" else 0
+    seen: set[str] = set()
+    players = []
     for k, p in enumerate(doc.players):
+        where = f"players[{k}]"
         if not PLAYER_ID.fullmatch(p.id):
-            raise _fail("a player id is 1 to 64 letters, digits, '_' or '-'", f"players[{k}].id")
-        if p.id in seats:
-            raise _fail(f"player id {p.id!r} appears twice", f"players[{k}].id")
-        seats[p.id] = k
-        hand = p.hand
-        if len(hand) > hand_size:
-            raise _fail(f"holds {len(hand)} cards; hand_size is {hand_size}", f"players[{k}].hand")
-        cards += hand
-        status = p.status
-        if status == ACTIVE:
-            active += 1
-        elif status == OUT_OF_ROUND and not points:
-            raise _fail("'out_of_round' exists only with points scoring", f"players[{k}].status")
-        tokens = p.tokens
-        if tokens is UNSET:
-            tokens = max_tokens
-        elif tokens > max_tokens:
-            raise _fail(f"must be from 0 to {max_tokens} under these rules", f"players[{k}].tokens")
+            raise _fail("a player id is 1 to 64 letters, digits, '_' or '-'", f"{where}.id")
+        if p.id in seen:
+            raise _fail(f"player id {p.id!r} appears twice", f"{where}.id")
+        seen.add(p.id)
+        if len(p.hand) > rules.hand_size:
+            raise _fail(f"holds {len(p.hand)} cards; hand_size is {rules.hand_size}", f"{where}.hand")
+        if p.status == OUT_OF_ROUND and not points:
+            raise _fail("'out_of_round' exists only with points scoring", f"{where}.status")
+        tokens = max_tokens if p.tokens is UNSET else p.tokens
+        if tokens > max_tokens:
+            raise _fail(f"must be from 0 to {max_tokens} under these rules", f"{where}.tokens")
         if p.score and not points:
-            raise _fail("scores exist only with points scoring", f"players[{k}].score")
-        if p.busted:
-            # A bust puts a player out of the round (R-PTS-1); the flag stays on those who
-            # then left the game until the next round is dealt.
-            if not points or status == ACTIVE or (status == OUT and doc.status == PLAYING):
-                raise _fail("only a player out of the round can have busted", f"players[{k}].busted")
-            busted_count += 1
-        players.append(Player(p.id, tuple(hand), status, tokens, p.score, p.busted))
+            raise _fail("scores exist only with points scoring", f"{where}.score")
+        # A bust puts a player out of the round (R-PTS-1); the flag stays on those who
+        # then left the game until the next round is dealt.
+        if p.busted and (not points or p.status == ACTIVE or (p.status == OUT and doc.status == PLAYING)):
+            raise _fail("only a player out of the round can have busted", f"{where}.busted")
+        players.append(Player(id=p.id, hand=tuple(p.hand), status=p.status, tokens=tokens, score=p.score,
+                              busted=p.busted))
+    return players
 
-    _check_cards(rules, cards, doc)
 
-    # R-TURN-2, R-TOT-2; in points scoring each bust may pass the limit by up to 10.
-    # With no floor every -10 may be played once per pass through the draw pile: once
-    # from the deal, and once more after each reshuffle.
-    total = doc.total
-    low = rules.total_floor if rules.total_floor is not None else \
-        -10 * rules.deck_counts.get("-10", 0) * (doc.shuffles + 1)
-    high = rules.limit - 1 + 10 * busted_count
-    if not low <= total <= high:
-        raise _fail(f"must be from {low} to {high} under these rules", "total")
+class _Seats:
+    """Player ids to seats, for the fields that name players."""
 
-    def seat_of(value: str, path: str) -> int:
-        seat = seats.get(value)
+    def __init__(self, players: list[Player]) -> None:
+        self.seats = {p.id: k for k, p in enumerate(players)}
+
+    def of(self, value: str, path: str) -> int:
+        seat = self.seats.get(value)
         if seat is None:
             raise _fail(f"{value!r} is not a player of this game", path)
         return seat
 
-    playing = doc.status == PLAYING
-    current: int | None = None
-    if playing:
+    def list(self, values: list[str], path: str) -> tuple[int, ...]:
+        seats = tuple(self.of(v, f"{path}[{k}]") for k, v in enumerate(values))
+        if len(set(seats)) != len(seats):
+            raise _fail("names a player twice", path)
+        return seats
+
+
+def _total(rules: Rules, doc: StateDoc, players: list[Player]) -> int:
+    """R-TURN-2, R-TOT-2: in points scoring each bust may pass the limit by up to 10.
+    With no floor every -10 may be played once per pass through the draw pile: once
+    from the deal, and once more after each reshuffle."""
+    low = rules.total_floor if rules.total_floor is not None else \
+        -10 * rules.deck_counts.get("-10", 0) * (doc.shuffles + 1)
+    high = rules.limit - 1 + 10 * sum(p.busted for p in players)
+    if not low <= doc.total <= high:
+        raise _fail(f"must be from {low} to {high} under these rules", "total")
+    return doc.total
+
+
+def _check_progress(doc: StateDoc) -> None:
+    """What a game in play has (a player to act, no winner) and a finished one has not."""
+    if doc.status == PLAYING:
         if doc.current is None:
             raise _fail("a game in play has a player to act", "current")
-        current = seat_of(doc.current, "current")
-        if players[current].status != ACTIVE:
-            raise _fail(f"{doc.current!r} is not active", "current")
-        if active < 2:
+        if sum(p.status == ACTIVE for p in doc.players) < 2:
             raise _fail("a game in play needs at least two active players", "players")
         if doc.winners:
             raise _fail("must be empty while the game is in play", "winners")
-    else:
-        if doc.current is not None:
-            raise _fail("must be null once the game is over", "current")
-        if not doc.winners:
-            raise _fail("a finished game has at least one winner", "winners")
-        if doc.play2 is not None:
-            raise _fail("must be null once the game is over", "play2")
-        if doc.owed_draws:
-            raise _fail("must be empty once the game is over", "owed_draws")
-
-    play2 = None
+        return
+    if doc.current is not None:
+        raise _fail("must be null once the game is over", "current")
+    if not doc.winners:
+        raise _fail("a finished game has at least one winner", "winners")
     if doc.play2 is not None:
-        if doc.play2.player != doc.current:
-            raise _fail("only the player to act can be under a Play 2 obligation", "play2.player")
-        play2 = Play2(current, doc.play2.cards_left)  # type: ignore[arg-type]
-
-    winners: tuple[int, ...] = ()
-    if doc.winners:
-        winners = tuple(seat_of(w, f"winners[{k}]") for k, w in enumerate(doc.winners))
-        if len(set(winners)) != len(winners):
-            raise _fail("names a player twice", "winners")
-        _check_finished(rules, players, winners)
-    round_starter = 0 if doc.round_starter is None else seat_of(doc.round_starter, "round_starter")
-
-    owed: tuple[int, ...] = ()
+        raise _fail("must be null once the game is over", "play2")
     if doc.owed_draws:
-        owed = tuple(seat_of(w, f"owed_draws[{k}]") for k, w in enumerate(doc.owed_draws))
-        if rules.draw != "manual":
-            raise _fail("draws are owed only with draw 'manual'", "owed_draws")
-        if len(set(owed)) != len(owed):
-            raise _fail("names a player twice", "owed_draws")
-        for k, i in enumerate(owed):
-            if players[i].status == OUT:
-                raise _fail(f"{players[i].id!r} is out of the game", f"owed_draws[{k}]")
+        raise _fail("must be empty once the game is over", "owed_draws")
 
-    turn = doc.turn
-    if turn.swapped and (not playing or not rules.ono99_swap or rules.ono99_swap_ends_turn):
+
+def _play2(doc: StateDoc, current: int | None) -> Play2 | None:
+    if doc.play2 is None:
+        return None
+    if current is None or doc.play2.player != doc.current:
+        raise _fail("only the player to act can be under a Play 2 obligation", "play2.player")
+    return Play2(player=current, cards_left=doc.play2.cards_left)
+
+
+def _owed_draws(rules: Rules, doc: StateDoc, players: list[Player], seats: _Seats) -> tuple[int, ...]:
+    owed = seats.list(doc.owed_draws, "owed_draws")
+    if owed and rules.draw != "manual":
+        raise _fail("draws are owed only with draw 'manual'", "owed_draws")
+    for k, i in enumerate(owed):
+        if players[i].status == OUT:
+            raise _fail(f"{players[i].id!r} is out of the game", f"owed_draws[{k}]")
+    return owed
+
+
+def _check_turn(rules: Rules, state: GameState) -> None:
+    """The player to act is active and can act (R-ELIM-2); what they did this turn fits."""
+    playing = state.status == PLAYING
+    if state.swapped and (not playing or not rules.ono99_swap or rules.ono99_swap_ends_turn):
         raise _fail("a swap leaves the turn open only with ono99_swap_ends_turn false", "turn.swapped")
-    if turn.ono99_played and (not playing or not rules.ono99_on_zero):
+    if state.ono99_played and (not playing or not rules.ono99_on_zero):
         raise _fail("an ono99 is played only with ono99_on_zero", "turn.ono99_played")
-
-    state = GameState(
-        rules, tuple(players), tuple(doc.draw_pile), tuple(doc.discard_pile), total, doc.direction,
-        current, play2, doc.round, doc.status, winners, doc.seed, doc.shuffles, round_starter, owed,
-        turn.swapped, turn.ono99_played)
-    if playing and not can_act(state, current):  # type: ignore[arg-type]
-        raise _fail(f"{doc.current!r} is to act but has no legal action (R-ELIM-2)", "current")
-    return state
+    if state.current is not None:
+        player = state.players[state.current]
+        if player.status != ACTIVE:
+            raise _fail(f"{player.id!r} is not active", "current")
+        if not can_act(state, state.current):
+            raise _fail(f"{player.id!r} is to act but has no legal action (R-ELIM-2)", "current")
 
 
 def _check_finished(rules: Rules, players: list[Player], winners: tuple[int, ...]) -> None:
