@@ -15,7 +15,7 @@ import grpc
 
 from service.config import Settings
 from service.grpc_api.gen import ono99_pb2 as pb
-from service.grpc_api.server import KEEPALIVE_OPTIONS
+from service.grpc_api.server import KEEPALIVE_OPTIONS  # the same settings as the service
 
 
 async def serve(port: int) -> None:

@@ -321,7 +321,7 @@ def test_committed_stubs_match_the_proto_files(tmp_path):
 
 def test_recent_states_give_back_only_what_this_process_returned_with_its_signature():
     from engine import new_game
-    from service.grpc_api.server import RecentStates
+    from service.grpc_api.recent import RecentStates
 
     def returned(seed, signature):
         state, _ = new_game({"edition": "2022"}, ["a", "b"], seed=seed)

@@ -1,0 +1,201 @@
+"""What every gRPC call goes through: one interceptor (request ids, access logs,
+metrics, seat tokens), the thread pool of session calls, and errors as statuses."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from concurrent import futures
+from typing import Any, TypeVar
+
+import grpc
+import msgspec
+
+import engine
+
+from .. import logs, metrics
+from ..application import bearer_token, is_session_id
+from ..errors import ServiceError, from_engine
+from . import convert
+from .errors import to_status
+from .gen import ono99_pb2 as pb
+
+log = logging.getLogger("ono99.grpc")
+access = logging.getLogger("ono99.access")
+
+SESSION_SERVICE = pb.DESCRIPTOR.services_by_name["SessionService"].full_name
+GAME_SERVICE = pb.DESCRIPTOR.services_by_name["GameService"].full_name
+SEAT_TOKEN: contextvars.ContextVar[str | None] = contextvars.ContextVar("seat_token", default=None)
+
+_STATUS_NAMES = {code: code.name for code in grpc.StatusCode}
+
+# The call's metadata, as grpc hands it to the interceptor (the servicer context would
+# build it again on each request for it).
+_CALL_METADATA: contextvars.ContextVar[tuple[Any, ...]] = contextvars.ContextVar("call_metadata", default=())
+
+
+def metadata(key: str) -> str | None:
+    for name, value in _CALL_METADATA.get():
+        if name == key:
+            return str(value)
+    return None
+
+
+async def _seat_token(context: grpc.aio.ServicerContext) -> None:
+    """Hand the call's seat token to the servicer, or abort the call as unauthorized."""
+    found = bearer_token(metadata("authorization"))
+    if found is None:
+        await context.abort_with_status(to_status(ServiceError(
+            "unauthorized", "send metadata 'authorization: Bearer <seat token>'")))
+    SEAT_TOKEN.set(found)
+
+
+class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+    """The one server interceptor, wrapped once around each method's handler.
+
+    Every call gets a request id (``x-request-id`` metadata, else a new one) in the log
+    context, an access log line, and the request counters and latency histogram.
+    Session calls must carry ``authorization: Bearer <token>`` (CreateSession needs
+    none); the token goes to the servicer, and which seat it opens is the application
+    layer's decision, made against the session's stored seats. Both jobs share one
+    interceptor: grpc.aio pays for every interceptor on every call.
+    """
+
+    OPEN: frozenset[str] = frozenset({f"/{SESSION_SERVICE}/CreateSession"})
+
+    def __init__(self) -> None:
+        self._wrapped: dict[str, Any] = {}
+
+    async def intercept_service(self, continuation: Callable[[Any], Awaitable[Any]], details: Any) -> Any:
+        # The handler runs in this call's task, and so sees this context variable.
+        _CALL_METADATA.set(details.invocation_metadata or ())
+        wrapped = self._wrapped.get(details.method)
+        if wrapped is None:
+            handler = await continuation(details)
+            if handler is None:
+                return None
+            wrapped = self._wrapped[details.method] = self._wrap(details.method, handler)
+        return wrapped
+
+    def _wrap(self, method: str, handler: Any) -> Any:
+        quiet = method.startswith("/grpc.")
+        session_call = method.startswith(f"/{SESSION_SERVICE}/")
+        needs_token = session_call and method not in self.OPEN
+
+        def begin(request: Any, context: grpc.aio.ServicerContext) -> float:
+            fields = {"request_id": logs.request_id(metadata("x-request-id"))}
+            session_id = getattr(request, "session_id", None) if session_call else None
+            if session_id and is_session_id(session_id):  # never a caller's 100 KB string
+                fields["session_id"] = session_id
+            logs.CONTEXT.set(fields)
+            return time.perf_counter()
+
+        def end(context: grpc.aio.ServicerContext, started: float, failed: bool) -> None:
+            seconds = time.perf_counter() - started
+            status = _STATUS_NAMES[context.code() or (grpc.StatusCode.UNKNOWN if failed else grpc.StatusCode.OK)]
+            metrics.observe("grpc", method, status, seconds)
+            if not quiet and access.isEnabledFor(logging.INFO):
+                access.info("call", extra={"method": method, "status": status, "duration_ms": round(seconds * 1000, 2)})
+
+        if handler.unary_unary:
+            behavior = handler.unary_unary
+
+            async def unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
+                started, failed = begin(request, context), True
+                try:
+                    if needs_token:
+                        await _seat_token(context)
+                    response = await behavior(request, context)
+                    failed = False
+                    return response
+                finally:
+                    end(context, started, failed)
+
+            return grpc.unary_unary_rpc_method_handler(unary, handler.request_deserializer,
+                                                       handler.response_serializer)
+        if handler.unary_stream:
+            stream_behavior = handler.unary_stream
+
+            async def stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+                started, failed = begin(request, context), True
+                try:
+                    if needs_token:
+                        await _seat_token(context)
+                    async for item in stream_behavior(request, context):
+                        yield item
+                    failed = False
+                finally:
+                    end(context, started, failed)
+
+            return grpc.unary_stream_rpc_method_handler(stream, handler.request_deserializer,
+                                                        handler.response_serializer)
+        return handler  # reflection's bidirectional stream: left as it is
+
+
+T = TypeVar("T")
+
+
+class Calls:
+    """Runs a session call's blocking work (Redis) on the thread pool, with the call's
+    context vars, and turns service and engine errors into gRPC statuses."""
+
+    def __init__(self, threads: int) -> None:
+        self.pool = futures.ThreadPoolExecutor(max_workers=threads, thread_name_prefix="ono99-grpc")
+
+    async def answer(self, context: grpc.aio.ServicerContext, work: Callable[[], T]) -> T:
+        try:
+            run = contextvars.copy_context().run
+            return await asyncio.get_running_loop().run_in_executor(self.pool, run, work)
+        except Exception as error:
+            await abort(context, error)
+        raise AssertionError("abort_with_status returns only by raising")
+
+
+async def abort(context: grpc.aio.ServicerContext, error: Exception) -> None:
+    """End the call with the status of ``error`` (raises, as abort_with_status does)."""
+    if isinstance(error, (engine.InvalidInputError, engine.IllegalActionError)):
+        error = from_engine(error)
+    if not isinstance(error, ServiceError):
+        log.error("unexpected error", exc_info=error)
+        error = ServiceError("internal_error", "the service failed; the error was logged")
+    await context.abort_with_status(to_status(error))
+
+
+def on_the_loop(work: Callable[[Any, Any], T]) -> Callable[[Any, Any, grpc.aio.ServicerContext], Awaitable[T]]:
+    """A servicer method from a short, CPU-bound ``work(self, request)``: it runs on the
+    event loop, and its errors become statuses (one coroutine per call, no more)."""
+
+    @functools.wraps(work)
+    async def method(self: Any, request: Any, context: grpc.aio.ServicerContext) -> T:
+        try:
+            return work(self, request)
+        except Exception as error:
+            await abort(context, error)
+        raise AssertionError("abort_with_status returns only by raising")
+
+    return method
+
+
+def seed_of(msg: Any) -> Any:
+    kind = msg.WhichOneof("seed")
+    return getattr(msg, kind) if kind else None
+
+
+
+
+def view_message(view: engine.ViewDoc) -> pb.View:
+    """The View message of a view document."""
+    return convert.view_message(msgspec.to_builtins(view))
+
+
+def peer_address(peer: str) -> str:
+    """The client address of a grpc peer string ("ipv4:1.2.3.4:5678" is "1.2.3.4",
+    "ipv6:[::1]:5678" is "::1"), written as HTTP's remote address is."""
+    kind, _, rest = peer.partition(":")
+    if kind not in ("ipv4", "ipv6"):
+        return peer
+    return rest.rpartition(":")[0].strip("[]")

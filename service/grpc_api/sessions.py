@@ -1,0 +1,150 @@
+"""SessionService: sessions on the thread pool, event streams on the loop."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+from collections.abc import AsyncIterator
+
+import grpc
+
+from .. import metrics
+from ..application import Application, Caller
+from ..errors import ServiceError
+from ..live import LiveVersions
+from . import convert
+from .calls import SEAT_TOKEN, Calls, abort, metadata, peer_address, seed_of, view_message
+from .gen import ono99_pb2 as pb
+from .gen import ono99_pb2_grpc as pb_grpc
+
+
+class StreamLimits:
+    """How many event streams may be open at once: in all, and from one peer address.
+    Beyond either, a new stream is refused with RESOURCE_EXHAUSTED."""
+
+    def __init__(self, total: int, per_peer: int) -> None:
+        self.total, self.per_peer = total, per_peer
+        self.open: dict[str, int] = {}
+        self.count = 0
+
+    def take(self, peer: str) -> None:
+        """Count a new stream from ``peer``, or raise ``too_many_requests``."""
+        mine = self.open.get(peer, 0)
+        if self.count >= self.total:
+            raise ServiceError("too_many_requests", f"the server holds its limit of {self.total} event streams; "
+                               "try again later", limit=self.total)
+        if mine >= self.per_peer:
+            raise ServiceError("too_many_requests", f"at most {self.per_peer} event streams per client address",
+                               limit=self.per_peer)
+        self.open[peer] = mine + 1
+        self.count += 1
+        metrics.GRPC_STREAMS.set(self.count)
+
+    def give_back(self, peer: str) -> None:
+        """A stream from ``peer`` ended."""
+        self.count -= 1
+        left = self.open[peer] - 1
+        if left:
+            self.open[peer] = left
+        else:
+            del self.open[peer]
+        metrics.GRPC_STREAMS.set(self.count)
+
+
+class SessionServicer(pb_grpc.SessionServiceServicer):
+    """Sessions, on the thread pool; the seat token comes from :class:`CallInterceptor`."""
+
+    def __init__(self, app: Application, calls: Calls, live: LiveVersions | None, streams: StreamLimits,
+                 recheck: float = 15.0) -> None:
+        self.app = app
+        self.calls = calls
+        self.live = live
+        self.streams = streams
+        self.recheck = recheck  # seconds between reads of a quiet stream's log (a missed message, an ended session)
+
+    async def CreateSession(self, request: pb.CreateSessionRequest,
+                      context: grpc.aio.ServicerContext) -> pb.CreateSessionResponse:
+        caller = Caller(peer_address(context.peer()), metadata("x-api-key"))
+
+        def work() -> pb.CreateSessionResponse:
+            game = request.game
+            made = self.app.create_session(
+                convert.rules_doc(game.rules), list(game.players), seed=seed_of(game),
+                deck=convert.cards(game.deck, "deck") if game.deck else None, ttl=request.ttl_seconds or None,
+                caller=caller)
+            response = pb.CreateSessionResponse(session_id=made.session_id, version=made.version, seats=made.seats,
+                                                view=view_message(made.view))
+            convert.add_events(response.events, made.events)
+            return response
+        return await self.calls.answer(context, work)
+
+    async def GetSession(self, request: pb.GetSessionRequest,
+                   context: grpc.aio.ServicerContext) -> pb.GetSessionResponse:
+        def work() -> pb.GetSessionResponse:
+            read = self.app.get_session(request.session_id, SEAT_TOKEN.get())
+            response = pb.GetSessionResponse(session_id=read.session_id, version=read.version,
+                                             view=view_message(read.view))
+            if read.state is not None:
+                convert.fill_state(response.state, read.state)
+            return response
+        return await self.calls.answer(context, work)
+
+    async def Act(self, request: pb.ActRequest, context: grpc.aio.ServicerContext) -> pb.ActResponse:
+        def work() -> pb.ActResponse:
+            expected = request.expected_version if request.HasField("expected_version") else None
+            result = self.app.act(request.session_id, SEAT_TOKEN.get(), convert.action_doc(request.action),
+                                  expected, request.idempotency_key or None)
+            response = pb.ActResponse(version=result.version, view=view_message(result.view), replayed=result.replayed)
+            convert.add_events(response.events, result.events)
+            return response
+        return await self.calls.answer(context, work)
+
+    async def ListEvents(self, request: pb.ListEventsRequest,
+                   context: grpc.aio.ServicerContext) -> pb.ListEventsResponse:
+        def work() -> pb.ListEventsResponse:
+            events = self.app.session_events(request.session_id, SEAT_TOKEN.get(), request.after_version,
+                                             after_field="after_version")
+            response = pb.ListEventsResponse()
+            convert.add_events(response.events, events)
+            return response
+        return await self.calls.answer(context, work)
+
+    async def WatchEvents(self, request: pb.WatchEventsRequest,
+                          context: grpc.aio.ServicerContext) -> AsyncIterator[pb.Event]:
+        """The log after ``after_version``, then each new version as it is committed.
+
+        A waiting stream holds no thread: it waits on the process's one pub/sub
+        subscription (service.live); only its short Redis reads use the pool."""
+        peer = peer_address(context.peer())
+        try:
+            if self.live is None:
+                raise ServiceError("unavailable", "sessions are disabled on this service")
+            self.streams.take(peer)
+        except ServiceError as error:
+            await abort(context, error)
+        try:
+            session_id, after = request.session_id, request.after_version
+            viewer = await self.calls.answer(context, lambda: self.app.open_watch(
+                session_id, SEAT_TOKEN.get(), after, after_field="after_version"))
+            async with self.live.watch(session_id) as changed:  # type: ignore[union-attr]
+                while True:
+                    changed.clear()
+                    read = functools.partial(self.app.events_for, session_id, viewer, after)
+                    found = await self.calls.answer(context, read)
+                    if found is None:
+                        return  # the session ended
+                    events, after = found
+                    for event in events:
+                        yield convert.event_message(event)
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(changed.wait(), self.recheck)
+        finally:
+            self.streams.give_back(peer)
+
+    async def DeleteSession(self, request: pb.DeleteSessionRequest,
+                      context: grpc.aio.ServicerContext) -> pb.DeleteSessionResponse:
+        def work() -> pb.DeleteSessionResponse:
+            self.app.delete_session(request.session_id, SEAT_TOKEN.get())
+            return pb.DeleteSessionResponse()
+        return await self.calls.answer(context, work)
