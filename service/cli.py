@@ -65,9 +65,10 @@ def run_gunicorn(settings: Settings) -> None:
         def load(self) -> Any:
             logs.setup(settings.log_level)
             # Imported in the worker, after gevent has patched the standard library.
+            from .application import Application
             from .http_api import create_app
 
-            return create_app(settings, warn_unsigned=False)
+            return create_app(settings, Application.from_settings(settings), warn_unsigned=False)
 
     if not settings.state_secret:
         warn_unsigned_states()

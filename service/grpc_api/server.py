@@ -70,12 +70,13 @@ class GrpcServer:
     """The gRPC server for ``settings``: ``serve()`` runs it on the current event loop until
     ``shutdown()``; ``start()``/``stop()`` run it on a thread of its own (tests, embedding)."""
 
-    def __init__(self, settings: Settings, port: int | None = None, grace: float = 10.0) -> None:
+    def __init__(self, settings: Settings, port: int | None = None, grace: float = 10.0,
+                 application: Application | None = None) -> None:
         self.settings = settings
         self.requested_port = settings.grpc_port if port is None else port
         self.grace = grace
         self.calls = Calls(settings.grpc_threads)
-        self.app = Application.from_settings(settings)
+        self.app = application or Application.from_settings(settings)
         self.store = self.app.store
         self.port: int | None = None
         self._started = threading.Event()
@@ -158,7 +159,7 @@ def run(settings: Settings) -> None:
     ``settings.metrics_port`` (0: none)."""
     if settings.metrics_port:
         start_http_server(settings.metrics_port, addr=settings.host)
-    server = GrpcServer(settings)
+    server = GrpcServer(settings, application=Application.from_settings(settings))
 
     async def main() -> None:
         loop = asyncio.get_running_loop()

@@ -41,9 +41,15 @@ class ProblemApi(Api):  # type: ignore[misc]
             self.DEFAULT_RESPONSE_CONTENT_TYPE = default
 
 
-def create_app(settings: Settings | None = None, *, warn_unsigned: bool = True) -> Flask:
-    """The Flask app for ``settings`` (from the environment when None)."""
+def create_app(settings: Settings | None = None, application: Application | None = None, *,
+               warn_unsigned: bool = True) -> Flask:
+    """The Flask app for ``settings`` (from the environment when None) over
+    ``application`` (built from the settings when None: service.application is the one
+    place that assembles signer, store, keys and limits)."""
     settings = settings or Settings.from_env()
+    application = application or Application.from_settings(settings)
+    if not application.signer.enabled and warn_unsigned:
+        warn_unsigned_states()
     app = Flask("ono99")
     app.config.update(
         API_TITLE="ONO 99 rules service", API_VERSION="1.0.0", OPENAPI_VERSION="3.1.0",
@@ -58,29 +64,29 @@ def create_app(settings: Settings | None = None, *, warn_unsigned: bool = True) 
                 "description": "a seat token from session creation, or the service key"}}},
         },
     )
-    application = app.extensions["ono99"] = Application.from_settings(settings)
-    if not application.signer.enabled and warn_unsigned:
-        warn_unsigned_states()
+    app.extensions["ono99"] = application
     app.extensions["ono99.settings"] = settings
-
     api = ProblemApi(app)
     for name, schema in engine_components().items():
         api.spec.components.schema(name, component=schema)
     api.register_blueprint(games.blp)
     api.register_blueprint(sessions.blp)
     docs.register(app)
+    _errors(app)
+    _observation(app)
+    _operations(app, application)
+    return app
 
-    @app.errorhandler(ServiceError)
-    def _service_error(error: ServiceError) -> Response:
-        return problem_response(error)
 
-    @app.errorhandler(HTTPException)
-    def _http_error(error: HTTPException) -> Response:
-        return from_http_exception(error)
+def _errors(app: Flask) -> None:
+    """Every error is a problem document."""
+    app.register_error_handler(ServiceError, problem_response)
+    app.register_error_handler(HTTPException, from_http_exception)
+    app.register_error_handler(Exception, from_unexpected)
 
-    @app.errorhandler(Exception)
-    def _unexpected(error: Exception) -> Response:
-        return from_unexpected(error)
+
+def _observation(app: Flask) -> None:
+    """Request ids, the log context, access logs and request metrics."""
 
     @app.before_request
     def _begin() -> None:
@@ -103,6 +109,10 @@ def create_app(settings: Settings | None = None, *, warn_unsigned: bool = True) 
                                           "duration_ms": round(seconds * 1000, 2)})
         return response
 
+
+def _operations(app: Flask, application: Application) -> None:
+    """Metrics, liveness and readiness."""
+
     @app.get("/metrics")
     def metrics_endpoint() -> Response:
         """Prometheus metrics of every worker process."""
@@ -120,5 +130,3 @@ def create_app(settings: Settings | None = None, *, warn_unsigned: bool = True) 
         if not application.ready():
             return problem_response(ServiceError("unavailable", "the session store cannot be reached"))
         return {"status": "ready", "sessions": application.store is not None}
-
-    return app
