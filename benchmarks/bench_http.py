@@ -1,15 +1,27 @@
 """HTTP speed: POST /v1/games/apply and a session action against a bare Flask endpoint.
 
-    python benchmarks/bench_http.py [--seconds 3] [--rounds 3] [--clients 8] [--workers 2]
+    python benchmarks/bench_http.py [--seconds 3] [--rounds 3] [--clients 8] [--workers 2] [--client wrk|python]
 
 Both apps run under gunicorn with the same settings (the service's gevent workers, keep-alive), on
 loopback; the three targets are measured in interleaved rounds in the same run (the
-best round of each counts: the machine is noisy), loaded by the same Python client
-(threads on persistent connections; the client shares the machine's cores with the
-servers, equally for all three). The bare endpoint parses and returns the same JSON
-body as the apply request. Session actions are real moves: each client plays its own
-sessions, keeping a local copy of the game in step through the (deterministic)
-engine to know a legal next action. The last line printed is one JSON object.
+best round of each counts: the machine is noisy). The bare endpoint parses and returns
+the same JSON body as the apply request. Session actions are real moves: each client
+plays its own sessions, move after legal move, its games known through the (deterministic)
+engine. The last line printed is one JSON object.
+
+The load comes from wrk (Debian package ``wrk``; ``--client wrk``, the default) with
+benchmarks/wrk_http.lua: a client in C that costs the shared two cores far less per
+request than a Python one, which would otherwise take a share of the CPU that grows as
+the server gets faster and so flatten the ratios. wrk runs as many threads as
+connections (``--clients``), one connection each, for all three targets, for whole
+seconds (``--seconds`` rounded). The bare endpoint and apply get the same POST over and
+over. wrk cannot follow a game, so before each round the session moves are made in
+advance (untimed): per connection, sessions are created and their games played through
+with the engine to the end, each move recorded as a request with its seat's token; the
+Lua script sends a connection's moves in order, the next only after the answer to the
+last. Without wrk, or with ``--client python``, the Python client loads all three
+(threads on persistent connections, sharing the cores with the servers, equally for all
+three), as a printed note says.
 """
 
 from __future__ import annotations
@@ -19,11 +31,15 @@ import http.client
 import json
 import os
 import random
+import re
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -130,6 +146,47 @@ def session_request(conn: http.client.HTTPConnection, mine: dict) -> bool | None
     return status == 200
 
 
+def wrk_load(wrk: str, port: int, seconds: float, clients: int, script_args: list[str]) -> dict[str, float]:
+    """One wrk run of ``seconds`` with ``clients`` threads of one connection each."""
+    result = subprocess.run(
+        [wrk, "--threads", str(clients), "--connections", str(clients), "--duration", f"{max(1, round(seconds))}s",
+         "--timeout", "30s", "--script", str(ROOT / "benchmarks" / "wrk_http.lua"), f"http://127.0.0.1:{port}",
+         "--", *script_args], capture_output=True, text=True, check=True)
+    found = re.search(r"^wrk-result (\{.*\})$", result.stdout, re.M)
+    if found is None:
+        raise SystemExit(f"wrk printed no result:\n{result.stdout}\n{result.stderr}")
+    figures = json.loads(found.group(1))
+    if figures["exhausted_threads"]:
+        print(f"note: {figures['exhausted_threads']} wrk threads ran out of prepared moves; "
+              "this round's session figure is low", flush=True)
+    return {"requests_per_s": round(figures["requests"] / (figures["duration_us"] / 1e6), 1),
+            "p50_ms": round(figures["p50_us"] / 1000, 2), "p99_ms": round(figures["p99_us"] / 1000, 2),
+            "errors": figures["status_errors"] + figures["socket_errors"], "requests": figures["requests"]}
+
+
+def prepare_moves(port: int, path: Path, moves: int) -> None:
+    """At least ``moves`` legal session actions, written to ``path`` for wrk_http.lua: new
+    sessions whose games are played to the end (random legal moves) with the engine."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    lines: list[str] = []
+    while len(lines) < moves:
+        _, body = post(conn, "/v1/sessions", json.dumps(
+            {"rules": {"edition": "2022"}, "players": ["ann", "bob", "cy", "dee"],
+             "seed": random.randrange(2**31)}).encode())
+        created = json.loads(body)
+        sid, seats = created["session_id"], created["seats"]
+        conn.request("GET", f"/v1/sessions/{sid}", headers={"Authorization": f"Bearer {SERVICE_KEY}"})
+        state = decode_state(json.loads(conn.getresponse().read())["state"])
+        rng = random.Random(sid)
+        while state.status == "playing":
+            action = rng.choice(legal_actions(state))
+            lines.append(f"/v1/sessions/{sid}/actions\t{seats[action.player]}\t"
+                         f"{json.dumps({'action': format_action(action)})}")
+            state = apply(state, action)[0]
+    conn.close()
+    path.write_text("\n".join(lines) + "\n")
+
+
 def best(rounds: list[dict[str, float]]) -> dict[str, float]:
     """The round with the most requests/s (the machine is noisy; its best is the server's)."""
     return max(rounds, key=lambda r: r["requests_per_s"])
@@ -141,10 +198,17 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="rounds per target, interleaved; the best counts")
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--client", choices=["wrk", "python"], default="wrk",
+                        help="what loads the servers (wrk falls back to the Python client when not installed)")
     args = parser.parse_args()
-    import tempfile
-
     from service.embedded_redis import start_embedded
+
+    wrk = shutil.which("wrk") if args.client == "wrk" else None
+    if args.client == "wrk" and wrk is None:
+        print("note: wrk not found (Debian: apt-get install wrk); loading with the Python client instead",
+              flush=True)
+    client = "wrk" if wrk else "python"
+    print(f"load: {client}, {args.clients} connections", flush=True)
 
     redis_server = start_embedded()
     body = mid_game_body()
@@ -153,6 +217,8 @@ def main() -> None:
     env = {"REDIS_URL": redis_server.connection_url, "ONO99_SERVICE_KEY": SERVICE_KEY,
            "ONO99_LOG_LEVEL": "warning", "ONO99_ACTIONS_PER_SECOND": "0", "ONO99_CREATES_PER_MINUTE": "0"}
     servers = []
+    work = Path(tempfile.mkdtemp(prefix="ono99-bench-"))
+    (work / "body.json").write_bytes(body)
     try:
         bare_port, service_port = free_port(), free_port()
         # The bare app has no /healthz: gunicorn answered 404, which is enough to know it is up.
@@ -161,11 +227,28 @@ def main() -> None:
         servers.append(gunicorn("service.wsgi:app", service_port, args.workers,
                                 {**env, "PROMETHEUS_MULTIPROC_DIR": tempfile.mkdtemp(prefix="ono99-bench-")}))
         for r in range(args.rounds):
-            rounds["bare"].append(load(bare_port, args.seconds, args.clients,
-                                       lambda conn, _: post(conn, "/echo", body)[0] == 200))
-            rounds["apply"].append(load(service_port, args.seconds, args.clients,
-                                        lambda conn, _: post(conn, "/v1/games/apply", body)[0] == 200))
-            rounds["session_action"].append(load(service_port, args.seconds, args.clients, session_request))
+            if wrk:
+                rounds["bare"].append(wrk_load(wrk, bare_port, args.seconds, args.clients,
+                                               ["post", "/echo", str(work / "body.json")]))
+                rounds["apply"].append(wrk_load(wrk, service_port, args.seconds, args.clients,
+                                                ["post", "/v1/games/apply", str(work / "body.json")]))
+                # Per connection, twice the moves a round at the best rate seen so far would use.
+                fastest = max(r["requests_per_s"] for rs in rounds.values() for r in rs)
+                moves = int(2 * fastest * max(1, round(args.seconds)) / args.clients) + 100
+                moves_dir = work / f"moves-{r}"
+                moves_dir.mkdir()
+                with ThreadPoolExecutor(args.clients) as pool:
+                    list(pool.map(prepare_moves, [service_port] * args.clients,
+                                  [moves_dir / f"{n}.txt" for n in range(1, args.clients + 1)],
+                                  [moves] * args.clients))
+                rounds["session_action"].append(wrk_load(wrk, service_port, args.seconds, args.clients,
+                                                         ["actions", str(moves_dir)]))
+            else:
+                rounds["bare"].append(load(bare_port, args.seconds, args.clients,
+                                           lambda conn, _: post(conn, "/echo", body)[0] == 200))
+                rounds["apply"].append(load(service_port, args.seconds, args.clients,
+                                            lambda conn, _: post(conn, "/v1/games/apply", body)[0] == 200))
+                rounds["session_action"].append(load(service_port, args.seconds, args.clients, session_request))
             print(f"round {r + 1}/{args.rounds}: " + ", ".join(
                 f"{name} {best(rs)['requests_per_s']:,.0f} req/s" for name, rs in rounds.items()) + " (best so far)",
                 flush=True)
@@ -174,12 +257,14 @@ def main() -> None:
             server.terminate()
             server.wait()
         redis_server.stop()
+        shutil.rmtree(work, ignore_errors=True)
     results = {name: best(rs) for name, rs in rounds.items()}
     for name, r in results.items():
         print(f"{name:>15}: {r['requests_per_s']:>8,.0f} req/s  p50 {r['p50_ms']} ms  p99 {r['p99_ms']} ms  "
               f"errors {r['errors']}/{r['requests']}")
     figures = {f"{name}_{k}": v for name, r in results.items() for k, v in r.items()}
     figures["body_bytes"] = len(body)
+    figures["client"] = client
     figures["ratio_apply"] = round(results["apply"]["requests_per_s"] / results["bare"]["requests_per_s"], 3)
     figures["ratio_session_action"] = round(
         results["session_action"]["requests_per_s"] / results["bare"]["requests_per_s"], 3)

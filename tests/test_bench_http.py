@@ -1,0 +1,57 @@
+"""benchmarks/bench_http.py runs end to end (one short round): with wrk driving the load,
+where wrk is installed, and with the Python client it falls back to where it is not; its
+last line is the JSON object of figures, and every request was answered without error
+(so the session moves wrk sends were legal and in order)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+TARGETS = ("bare", "apply", "session_action")
+
+
+def bench(*args: str, env: dict[str, str] | None = None) -> tuple[list[str], dict]:
+    result = subprocess.run([sys.executable, "benchmarks/bench_http.py", "--seconds", "1", "--rounds", "1",
+                             "--clients", "4", *args], cwd=ROOT, capture_output=True, text=True, timeout=240,
+                            env={**os.environ, **(env or {})})
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    lines = result.stdout.strip().splitlines()
+    return lines, json.loads(lines[-1])
+
+
+def check_figures(figures: dict) -> None:
+    for target in TARGETS:
+        assert figures[f"{target}_requests"] > 0, figures
+        assert figures[f"{target}_errors"] == 0, figures
+        assert figures[f"{target}_requests_per_s"] > 0, figures
+        assert 0 < figures[f"{target}_p50_ms"] <= figures[f"{target}_p99_ms"], figures
+    assert figures["ratio_apply"] == round(figures["apply_requests_per_s"] / figures["bare_requests_per_s"], 3)
+    assert figures["ratio_session_action"] == round(
+        figures["session_action_requests_per_s"] / figures["bare_requests_per_s"], 3)
+
+
+def test_bench_http_under_wrk():
+    if shutil.which("wrk") is None:
+        pytest.skip("wrk is not installed (Debian: apt-get install wrk); "
+                    "test_bench_http_falls_back_to_the_python_client covers the benchmark without it")
+    lines, figures = bench("--client", "wrk")
+    assert figures["client"] == "wrk"
+    assert not any(line.startswith("note:") for line in lines), lines
+    check_figures(figures)
+
+
+def test_bench_http_falls_back_to_the_python_client(tmp_path):
+    # A PATH on which there is no wrk (the benchmark runs its servers with sys.executable).
+    (tmp_path / "bin").mkdir()
+    lines, figures = bench(env={"PATH": str(tmp_path / "bin")})
+    assert figures["client"] == "python"
+    assert "note: wrk not found (Debian: apt-get install wrk); loading with the Python client instead" in lines
+    check_figures(figures)
