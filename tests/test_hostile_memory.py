@@ -12,6 +12,7 @@ import json
 import random
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 
 import grpc
@@ -65,33 +66,17 @@ def other_total(rng: random.Random, total: int, limit: int) -> int:
     return total + 1 + rng.randint(0, limit - total - 2) if total + 1 < limit else total - 1
 
 
-def flood_http(url: str, requests_total: int, threads: int = 4) -> dict[int, int]:
-    """New games with distinct rules, each followed by an apply of its state with
-    another total (refused: the signature no longer matches). Returns status counts."""
-    statuses: dict[int, int] = {}
+def in_threads(send, count: int, threads: int = 4) -> Counter[int]:
+    """``send(session, rng, i)`` for i in range(count), spread over ``threads`` threads,
+    each with its own persistent connection; the statuses answered, counted."""
+    statuses: Counter[int] = Counter()
     lock = threading.Lock()
 
     def run(worker: int) -> None:
-        rng = random.Random(worker)
-        session = requests.Session()
-        headers = {"Content-Type": "application/json"}
-        mine: dict[int, int] = {}
-        for i in range(worker, requests_total // 2, threads):
-            made = session.post(f"{url}/v1/games", headers=headers,
-                                data=json.dumps({"rules": distinct_rules(rng, i), "players": ["a", "b", "c"],
-                                                 "seed": i}))
-            mine[made.status_code] = mine.get(made.status_code, 0) + 1
-            assert made.status_code == 201, made.text
-            body = made.json()
-            state = body["state"]
-            state["total"] = other_total(rng, state["total"], state["rules"]["limit"])
-            refused = session.post(f"{url}/v1/games/apply", headers=headers, data=json.dumps(
-                {"state": state, "state_signature": body["state_signature"],
-                 "action": {"player": "a", "type": "play", "card": "0"}}))
-            mine[refused.status_code] = mine.get(refused.status_code, 0) + 1
+        session, rng = requests.Session(), random.Random(worker)
+        mine = Counter(code for i in range(worker, count, threads) for code in send(session, rng, i))
         with lock:
-            for k, v in mine.items():
-                statuses[k] = statuses.get(k, 0) + v
+            statuses.update(mine)
 
     pool = [threading.Thread(target=run, args=(w,)) for w in range(threads)]
     for t in pool:
@@ -101,7 +86,29 @@ def flood_http(url: str, requests_total: int, threads: int = 4) -> dict[int, int
     return statuses
 
 
-def flood_largest_decks(url: str, requests_total: int, threads: int = 4) -> dict[int, int]:
+JSON = {"Content-Type": "application/json"}
+
+
+def flood_http(url: str, requests_total: int) -> Counter[int]:
+    """New games with distinct rules, each followed by an apply of its state with
+    another total (refused: the signature no longer matches)."""
+
+    def send(session: requests.Session, rng: random.Random, i: int) -> list[int]:
+        made = session.post(f"{url}/v1/games", headers=JSON, data=json.dumps(
+            {"rules": distinct_rules(rng, i), "players": ["a", "b", "c"], "seed": i}))
+        assert made.status_code == 201, made.text
+        body = made.json()
+        state = body["state"]
+        state["total"] = other_total(rng, state["total"], state["rules"]["limit"])
+        refused = session.post(f"{url}/v1/games/apply", headers=JSON, data=json.dumps(
+            {"state": state, "state_signature": body["state_signature"],
+             "action": {"player": "a", "type": "play", "card": "0"}}))
+        return [made.status_code, refused.status_code]
+
+    return in_threads(send, requests_total // 2)
+
+
+def flood_largest_decks(url: str, requests_total: int) -> Counter[int]:
     """States of the largest deck (16,000 cards, about 100 KB), each with rules of its
     own (limit and target), sent to apply with a signature that does not match."""
     state, _ = new_game({"edition": "1980", "deck": {c: 1000 for c in CARD_CODES if c != "ono99"}},
@@ -109,27 +116,13 @@ def flood_largest_decks(url: str, requests_total: int, threads: int = 4) -> dict
     template = json.dumps({"state": encode_state(state), "state_signature": "bogus",
                            "action": {"player": "a", "type": "play", "card": "0"}})
     assert template.count('"limit": 99') == 1 and template.count('"target": 100') == 1
-    statuses: dict[int, int] = {}
-    lock = threading.Lock()
 
-    def run(worker: int) -> None:
-        session = requests.Session()
-        mine: dict[int, int] = {}
-        for i in range(worker, requests_total, threads):
-            body = template.replace('"limit": 99', f'"limit": {100 + i % 9900}').replace(
-                '"target": 100', f'"target": {100 + i // 9900}')
-            refused = session.post(f"{url}/v1/games/apply", data=body, headers={"Content-Type": "application/json"})
-            mine[refused.status_code] = mine.get(refused.status_code, 0) + 1
-        with lock:
-            for k, v in mine.items():
-                statuses[k] = statuses.get(k, 0) + v
+    def send(session: requests.Session, rng: random.Random, i: int) -> list[int]:
+        body = template.replace('"limit": 99', f'"limit": {100 + i % 9900}').replace(
+            '"target": 100', f'"target": {100 + i // 9900}')
+        return [session.post(f"{url}/v1/games/apply", data=body, headers=JSON).status_code]
 
-    pool = [threading.Thread(target=run, args=(w,)) for w in range(threads)]
-    for t in pool:
-        t.start()
-    for t in pool:
-        t.join()
-    return statuses
+    return in_threads(send, requests_total)
 
 
 def test_fifty_thousand_requests_with_distinct_rules_decks_and_totals_grow_no_http_worker_past_50_mib(throwaway_redis):
