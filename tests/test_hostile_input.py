@@ -104,6 +104,33 @@ def test_deeply_nested_json_in_a_session_action_is_400(servers):
         assert answer.status_code == 400, answer.text[:300]
 
 
+def test_bodies_built_to_slow_the_nesting_check_are_answered_at_once_and_stall_nothing(servers):
+    """Brackets, then an unclosed string of escaped quotes (or 130,000 balanced brackets):
+    the nesting check is linear in the body, so two such bodies at once leave /healthz
+    answering (a check that backtracked held both workers past their timeout)."""
+    import threading
+
+    http, _, _ = servers
+    bodies = [b"[" * 33 + b'"' + b'\\"' * 130_000, b"[]" * 130_000]
+    assert all(len(b) <= MAX_BODY for b in bodies)
+    answers: list[tuple[int, float]] = []
+
+    def send(body: bytes) -> None:
+        started = time.monotonic()
+        got = requests.post(f"{http.url}/v1/games", data=body, headers={"Content-Type": "application/json"},
+                            timeout=30)
+        answers.append((got.status_code, time.monotonic() - started))
+
+    senders = [threading.Thread(target=send, args=(b,)) for b in bodies]
+    for t in senders:
+        t.start()
+    health = requests.get(f"{http.url}/healthz", timeout=5)
+    for t in senders:
+        t.join()
+    assert health.status_code == 200
+    assert [code for code, _ in answers] == [400, 400] and max(s for _, s in answers) < 2
+
+
 # --- (b) event versions past any int64 over gRPC -----------------------------------------------
 
 @pytest.mark.parametrize("after", [2**31, 10**9 + 1, 2**63 - 1, 2**63, 2**64 - 1])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import re
+import itertools
 from typing import Any
 
 import flask
@@ -16,7 +16,7 @@ _decoder = msgspec.json.Decoder()
 MAX_JSON_DEPTH = 32
 """Deepest nesting of arrays and objects a body may have (a request of this API needs 5)."""
 
-_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_DEPTH_STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 
 
@@ -26,19 +26,16 @@ def too_deep(data: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
     Decoders recurse once per level, so a body of 100,000 ``[`` would exhaust the stack
     (here, or in whatever walks the value later): it is refused before decoding. A body
     with no more brackets than ``limit`` cannot nest deeper, which is every request's
-    case; only others are followed bracket by bracket (strings left out).
+    case. Otherwise the strings are cut out (escaped backslashes, then escaped quotes
+    removed, so every quote left opens or closes one) and the brackets outside them
+    counted: each step a single pass at C speed, linear in the body's size whatever it
+    holds.
     """
     if data.count(b"[") + data.count(b"{") <= limit:
         return False
-    depth = 0
-    for byte in _STRING.sub(b"", data).translate(None, _NOT_BRACKETS):
-        if byte in b"[{":
-            depth += 1
-            if depth > limit:
-                return True
-        else:
-            depth -= 1
-    return False
+    outside = b"".join(data.replace(b"\\\\", b"").replace(b'\\"', b"").split(b'"')[0::2])
+    brackets = outside.translate(None, _NOT_BRACKETS)
+    return bool(brackets) and max(itertools.accumulate(map(_DEPTH_STEP.__getitem__, brackets))) > limit
 
 
 class Parser(FlaskParser):
