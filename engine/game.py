@@ -398,7 +398,9 @@ def new_game(rules: Rules | Mapping[str, Any], players: Iterable[str] | Any,
                                         f"{MAX_CARD_COUNT} of a card", "deck")
         rules = replace(rules, deck=tuple((c, counts[c]) for c in CARD_CODES if c in counts))
         check_combination(rules)
-        seed = 0 if seed is None else check_seed(seed)
+        # Later reshuffles and rounds are seeded by it: a fixed default would let every
+        # seat work out the others' hands from the public count of shuffles.
+        seed = random_seed() if seed is None else check_seed(seed)
         shuffles = 0
     else:
         seed = random_seed() if seed is None else check_seed(seed)

@@ -138,11 +138,16 @@ class Application:
     """Stateless games and Redis-backed sessions over the engine."""
 
     def __init__(self, signer: StateSigner, store: SessionStore | None, service_key: str | None,
-                 session_ttl: int, api_keys: tuple[str, ...] = (), limits: Limits | None = None) -> None:
+                 session_ttl: int, api_keys: tuple[str, ...] = (), limits: Limits | None = None,
+                 session_ttl_max: int = SESSION_TTL_RANGE[1]) -> None:
         self.signer = signer
         self.store = store
         self.service_key_hash = _hash(service_key) if service_key else None
         self.session_ttl = session_ttl
+        # The longest time to live a caller may ask for: under memory pressure Redis evicts
+        # the keys closest to expiring first (volatile-ttl), so sessions made to outlive
+        # the ones in play would push those out.
+        self.session_ttl_max = max(session_ttl, session_ttl_max)
         self.api_key_hashes = tuple(_hash(key) for key in api_keys)
         self.limits = limits or Limits()
 
@@ -153,7 +158,7 @@ class Application:
                         settings.actions_burst)
         api_keys = tuple(k.strip() for k in (settings.api_keys or "").split(",") if k.strip())
         return cls(StateSigner(settings.state_secret), settings.session_store(), settings.service_key,
-                   settings.session_ttl, api_keys, limits)
+                   settings.session_ttl, api_keys, limits, settings.session_ttl_max)
 
     def ready(self) -> bool:
         """Whether every part answers: the session store, when sessions are on."""
@@ -201,7 +206,7 @@ class Application:
         """Deal a game into a new session. ``ttl`` None: the service's default. With API
         keys configured only their holders (and the service key) may create; creations
         are rate limited per key, else per address."""
-        low, high = SESSION_TTL_RANGE
+        low, high = SESSION_TTL_RANGE[0], min(SESSION_TTL_RANGE[1], self.session_ttl_max)
         if ttl is not None and not low <= ttl <= high:
             raise ServiceError("invalid_request", f"ttl_seconds must be from {low} to {high}", field="ttl_seconds")
         store = self._sessions()

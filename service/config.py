@@ -42,6 +42,7 @@ class Settings:
     redis_cluster: bool = False
     sessions: bool = True
     session_ttl: int = 86_400
+    session_ttl_max: int = 86_400
     state_secret: str | None = None
     service_key: str | None = None
     api_keys: str | None = None
@@ -64,7 +65,7 @@ class Settings:
         "redis_wait_aof": "ONO99_REDIS_WAIT_AOF",
         "redis_sentinels": "REDIS_SENTINELS", "redis_sentinel_master": "REDIS_SENTINEL_MASTER",
         "redis_cluster": "REDIS_CLUSTER",
-        "sessions": "ONO99_SESSIONS", "session_ttl": "ONO99_SESSION_TTL",
+        "sessions": "ONO99_SESSIONS", "session_ttl": "ONO99_SESSION_TTL", "session_ttl_max": "ONO99_SESSION_TTL_MAX",
         "state_secret": "ONO99_STATE_SECRET", "service_key": "ONO99_SERVICE_KEY",
         "api_keys": "ONO99_API_KEYS", "creates_per_minute": "ONO99_CREATES_PER_MINUTE",
         "creates_burst": "ONO99_CREATES_BURST", "actions_per_second": "ONO99_ACTIONS_PER_SECOND",

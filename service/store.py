@@ -227,14 +227,29 @@ class SessionStore:
         except (redis.ConnectionError, redis.TimeoutError) as exc:
             self.breaker.failed_once()
             raise _unavailable(exc, operation) from exc
+        except redis.ResponseError as exc:
+            # Redis answered but refused: out of memory under noeviction, or a
+            # setup it does not have (WAITAOF without an append-only file). Nothing was
+            # written that the caller is told of; a retry with its Idempotency-Key is safe.
+            metrics.REDIS_ERRORS.labels(f"{operation}_refused").inc()
+            log.error("session store refused a call", extra={"operation": operation, "error": str(exc)[:200]})
+            full = isinstance(exc, redis.exceptions.OutOfMemoryError)
+            raise ServiceError("unavailable", "the session store is full" if full else
+                               "the session store refused the call (see the service's log)") from exc
         self.breaker.succeeded()
         return result
 
     def ping(self) -> bool:
-        """Whether Redis answers now (not through the breaker: readiness tells the truth)."""
+        """Whether Redis answers now, and keeps an append-only file when wait_aof needs
+        one (not through the breaker: readiness tells the truth)."""
         try:
-            return bool(self.client.ping())
-        except (redis.ConnectionError, redis.TimeoutError):
+            if not self.client.ping():
+                return False
+            if self.wait_aof and not int(self.client.info("persistence").get("aof_enabled", 0)):
+                log.error("ONO99_REDIS_WAIT_AOF is on but Redis keeps no append-only file (appendonly no)")
+                return False
+            return True
+        except (redis.ConnectionError, redis.TimeoutError, redis.ResponseError):
             return False
 
     def create(self, session_id: str, state: bytes, seats: bytes, events: bytes, ttl: int) -> bool:

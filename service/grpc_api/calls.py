@@ -8,6 +8,7 @@ import contextvars
 import functools
 import logging
 import time
+import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent import futures
 from typing import Any, TypeVar
@@ -198,4 +199,4 @@ def peer_address(peer: str) -> str:
     kind, _, rest = peer.partition(":")
     if kind not in ("ipv4", "ipv6"):
         return peer
-    return rest.rpartition(":")[0].strip("[]")
+    return urllib.parse.unquote(rest.rpartition(":")[0]).strip("[]")  # grpc writes [::1] as %5B::1%5D

@@ -50,7 +50,7 @@ def create_app(settings: Settings | None = None, application: Application | None
     application = application or Application.from_settings(settings)
     if not application.signer.enabled and warn_unsigned:
         warn_unsigned_states()
-    app = Flask("ono99")
+    app = Flask("ono99", static_folder=None)  # no /static route: nothing on disk is served but /docs' assets
     app.config.update(
         API_TITLE="ONO 99 rules service", API_VERSION="1.0.0", OPENAPI_VERSION="3.1.0",
         OPENAPI_URL_PREFIX="/", OPENAPI_JSON_PATH="openapi.json",
