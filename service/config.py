@@ -25,6 +25,7 @@ class Settings:
     grpc_port: int = 50051
     workers: int = 2
     http_connections: int = 1000
+    http_connections_per_peer: int = 256
     http_header_timeout: int = 5
     http_read_timeout: float = 10.0
     grpc_threads: int = 32
@@ -56,6 +57,7 @@ class Settings:
     ENV: ClassVar[dict[str, str]] = {
         "host": "ONO99_HOST", "http_port": "ONO99_HTTP_PORT", "grpc_port": "ONO99_GRPC_PORT",
         "workers": "ONO99_WORKERS", "http_connections": "ONO99_HTTP_CONNECTIONS",
+        "http_connections_per_peer": "ONO99_HTTP_CONNECTIONS_PER_PEER",
         "http_header_timeout": "ONO99_HTTP_HEADER_TIMEOUT", "http_read_timeout": "ONO99_HTTP_READ_TIMEOUT",
         "grpc_threads": "ONO99_GRPC_THREADS",
         "grpc_streams": "ONO99_GRPC_STREAMS", "grpc_streams_per_peer": "ONO99_GRPC_STREAMS_PER_PEER",

@@ -18,10 +18,16 @@ Limits (``Settings``):
   read); then the connection is closed.
 - ``http_connections`` (gunicorn's ``worker_connections``): open connections per
   worker; beyond it new connections wait in the listen backlog.
+- ``http_connections_per_peer``: open connections per client address and worker;
+  beyond it a new connection from that address is closed at once, so one client cannot
+  take every slot (behind a proxy every client has the proxy's address: raise it, or
+  0 for no limit).
 """
 
 from __future__ import annotations
 
+from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
 from gunicorn.workers.base_async import AsyncWorker
@@ -33,23 +39,45 @@ WORKER_CLASS = "service.http_server.Worker"
 
 
 class Worker(GeventWorker):  # type: ignore[misc]
-    """gunicorn's gevent worker, with a read timeout on every client connection."""
+    """gunicorn's gevent worker, with a read timeout on every client connection and a
+    limit of open connections per client address."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.per_peer: Counter[str] = Counter()
 
     def handle(self, listener: Any, client: Any, addr: Any) -> None:
-        # GeventWorker.handle makes the socket blocking with no timeout: a client that
-        # sends nothing would hold its connection for ever.
-        client.settimeout(read_timeout)
-        AsyncWorker.handle(self, listener, client, addr)
+        peer = addr[0] if isinstance(addr, tuple) else str(addr)
+        if limits.per_peer and self.per_peer[peer] >= limits.per_peer:
+            client.close()  # this address holds its share of the worker's connections
+            return
+        self.per_peer[peer] += 1
+        try:
+            # GeventWorker.handle makes the socket blocking with no timeout: a client that
+            # sends nothing would hold its connection for ever.
+            client.settimeout(limits.read_timeout)
+            AsyncWorker.handle(self, listener, client, addr)
+        finally:
+            self.per_peer[peer] -= 1
+            if not self.per_peer[peer]:
+                del self.per_peer[peer]
 
 
-# Set in the gunicorn master by options(); workers are forked from it.
-read_timeout: float = Settings.http_read_timeout
+@dataclass
+class Limits:
+    """What options() sets in the gunicorn master for the workers forked from it."""
+
+    read_timeout: float = Settings.http_read_timeout
+    per_peer: int = Settings.http_connections_per_peer
+
+
+limits = Limits()
 
 
 def options(settings: Settings) -> dict[str, Any]:
     """gunicorn settings of the HTTP API (the benchmark's baseline runs under the same)."""
-    global read_timeout
-    read_timeout = settings.http_read_timeout
+    limits.read_timeout = settings.http_read_timeout
+    limits.per_peer = settings.http_connections_per_peer
     return {
         "bind": f"{settings.host}:{settings.http_port}", "workers": settings.workers,
         "worker_class": WORKER_CLASS, "worker_connections": settings.http_connections,

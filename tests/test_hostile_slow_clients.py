@@ -20,6 +20,7 @@ pytestmark = pytest.mark.slow
 
 
 SLOW_START = b"POST /v1/games HTTP/1.1\r\nHost: x\r\nX-Slow: "
+ATTACKER = ("127.0.0.3", 0)  # another loopback address than the other clients'
 
 
 def test_256_connections_sending_a_header_byte_every_5_s_leave_99_percent_of_others_answered_within_1_s():
@@ -30,7 +31,7 @@ def test_256_connections_sending_a_header_byte_every_5_s_leave_99_percent_of_oth
     def attacker() -> None:
         """256 connections that send one header byte every 5 s, reconnecting whenever the
         server drops one."""
-        slow = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(256)]
+        slow = [socket.create_connection(("127.0.0.1", server.port), source_address=ATTACKER) for _ in range(256)]
         for s in slow:
             s.sendall(SLOW_START)
         while not stop.wait(5):
@@ -41,7 +42,7 @@ def test_256_connections_sending_a_header_byte_every_5_s_leave_99_percent_of_oth
                 except OSError:
                     pass
                 s.close()
-                slow[k] = socket.create_connection(("127.0.0.1", server.port))
+                slow[k] = socket.create_connection(("127.0.0.1", server.port), source_address=ATTACKER)
                 slow[k].sendall(SLOW_START)
                 reconnects[0] += 1
         for s in slow:
@@ -118,4 +119,27 @@ def test_a_request_body_that_stops_arriving_is_dropped_after_the_read_timeout():
         assert 0.8 <= _closed_after(stalled) <= 5
         assert requests.get(server.url + "/healthz", timeout=2).status_code == 200
     finally:
+        server.stop()
+
+
+def test_one_address_holds_at_most_its_share_of_connections_and_others_are_still_served():
+    server = start_http(None, workers=1, ONO99_SESSIONS="false", ONO99_HTTP_CONNECTIONS_PER_PEER="5",
+                        ONO99_HTTP_HEADER_TIMEOUT="30")
+    held: list[socket.socket] = []
+    try:
+        for _ in range(5):
+            held.append(socket.create_connection(("127.0.0.1", server.port), source_address=ATTACKER, timeout=10))
+            held[-1].sendall(SLOW_START)
+        time.sleep(0.5)  # the worker has taken all five
+        sixth = socket.create_connection(("127.0.0.1", server.port), source_address=ATTACKER, timeout=10)
+        assert _closed_after(sixth) < 2  # closed at once: the address holds its five
+        assert requests.get(server.url + "/healthz", timeout=2).status_code == 200  # another address is served
+        held.pop().close()
+        time.sleep(0.5)
+        again = socket.create_connection(("127.0.0.1", server.port), source_address=ATTACKER, timeout=10)
+        again.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        assert again.recv(64).startswith(b"HTTP/1.1 200")  # a freed slot is usable again
+    finally:
+        for s in held:
+            s.close()
         server.stop()
