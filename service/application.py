@@ -80,6 +80,19 @@ class Outcome:
         return self._signature
 
 
+EVENTS_PAGE = 1000  # versions of events one read returns at most; callers page with ``after``
+
+
+@dataclass(frozen=True)
+class EventsRead:
+    """One read of a session's event log: the events (each with its ``version``), the
+    last version read, and whether more may follow at once (the read was a full page)."""
+
+    events: list[Event]
+    last: int
+    more: bool
+
+
 @dataclass(frozen=True)
 class SessionCreated:
     """A new session: its id and first version, each seat's token (shown only here), and
@@ -338,7 +351,8 @@ class Application:
     def session_events(self, session_id: str, token: str | None, after: int,
                        after_field: str = "after") -> list[Event]:
         """The session's events after version ``after``, each with its ``version``, as the
-        caller may see them (a read: it renews the session's time to live). ``after_field``
+        caller may see them, at most EVENTS_PAGE versions of them (a read: it renews the
+        session's time to live). ``after_field``
         names ``after`` as the transport takes it, for errors."""
         _check_after(after, after_field)
         stored = self._load(session_id)
@@ -347,7 +361,7 @@ class Application:
         found = self._events_after(session_id, viewer, after)
         if found is None:
             raise ServiceError("not_found", f"no session {session_id!r} (unknown or expired)")
-        return found[0]
+        return found.events
 
     def open_watch(self, session_id: str, token: str | None, after: int = 0,
                    after_field: str = "after") -> str | None:
@@ -359,14 +373,15 @@ class Application:
         self._sessions().touch(session_id, stored.ttl)
         return viewer
 
-    def events_for(self, session_id: str, viewer: str | None, after: int) -> tuple[list[Event], int] | None:
+    def events_for(self, session_id: str, viewer: str | None, after: int) -> EventsRead | None:
         """A watcher's next read (see :meth:`open_watch`): the events after ``after`` as
         ``viewer`` may see them and the latest version, or None once the session is gone."""
         return self._events_after(session_id, viewer, after)
 
-    def _events_after(self, session_id: str, viewer: str | None, after: int) -> tuple[list[Event], int] | None:
-        """(events after ``after`` redacted for ``viewer``, latest version), or None if the session is gone."""
-        batches = self._sessions().events(session_id, after)
+    def _events_after(self, session_id: str, viewer: str | None, after: int) -> EventsRead | None:
+        """The events after ``after`` redacted for ``viewer``, at most EVENTS_PAGE versions
+        of them, or None if the session is gone."""
+        batches = self._sessions().events(session_id, after, EVENTS_PAGE)
         if batches is None:
             return None
         out: list[Event] = []
@@ -375,7 +390,7 @@ class Application:
             for event in _decode_events.decode(batch):
                 shown = event if viewer is None else engine.redact_event(event, viewer)
                 out.append({**shown, "version": first + offset})
-        return out, max(after, 0) + len(batches)
+        return EventsRead(out, max(after, 0) + len(batches), len(batches) == EVENTS_PAGE)
 
     def delete_session(self, session_id: str, token: str | None) -> None:
         """End a session (any seat of it, or the service key)."""

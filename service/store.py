@@ -297,14 +297,15 @@ class SessionStore:
             raise Conflict(int(version))
         return int(version)
 
-    def events(self, session_id: str, after: int) -> list[bytes] | None:
-        """The event batches of versions after ``after`` (None if the session is unknown)."""
+    def events(self, session_id: str, after: int, limit: int) -> list[bytes] | None:
+        """The event batches of versions after ``after``, at most ``limit`` of them (None
+        if the session is unknown)."""
         game, events_key, _ = keys(session_id)
 
         def work() -> list[Any]:
             pipe = self.client.pipeline(transaction=False)
             pipe.exists(game)
-            pipe.lrange(events_key, max(after, 0), -1)
+            pipe.lrange(events_key, max(after, 0), max(after, 0) + limit - 1)
             return list(pipe.execute())
 
         exists, batches = self._call("events", work)

@@ -134,9 +134,11 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
                     found = await self.calls.answer(context, read)
                     if found is None:
                         return  # the session ended
-                    events, after = found
-                    for event in events:
+                    for event in found.events:
                         yield convert.event_message(event)
+                    after = found.last
+                    if found.more:
+                        changed.set()  # a full page: read the next one at once
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(changed.wait(), self.recheck)
         finally:

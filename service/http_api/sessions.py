@@ -121,5 +121,6 @@ class Events(MethodView):
     @blp.doc(security=AUTH)
     @document_errors(blp, 401, 404, 503)
     def get(self, query: dict[str, Any], session_id: str) -> Response:
-        """The session's events after version ``after``, as the caller may see them."""
+        """The session's events after version ``after``, as the caller may see them: at most
+        1,000 versions a call; the next call asks for those after the last one returned."""
         return json_response({"events": app_layer().session_events(session_id, _token(), query["after"])})
