@@ -15,7 +15,7 @@ def test_a_table_copies_and_freezes_every_field_of_the_state():
                    play2={"player": "ann", "cards_left": 2}, draw="manual", direction=-1, scoring="tokens")
     # Every field set to a value of its own, so a field copied from the wrong place shows.
     state = structs.replace(state, round=3, seed="s", shuffles=2, round_starter=1, owed_draws=(2,),
-                            play2=Play2(0, 1), ono99_played=True, swapped=True)
+                            play2=Play2(0, 1), ono99_played=False, swapped=True, winners=(1,), current=0)
     table = Table(state)
     assert set(Table.__slots__) == {*GameState.__struct_fields__, "events"}
     assert all(getattr(table, name) == getattr(state, name) or name == "players"
