@@ -301,7 +301,8 @@ class SessionServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListEvents(self, request, context):
-        """The session's event log after a version.
+        """The session's event log after a version: at most 1,000 versions a call; the next
+        call asks for those after the last one returned.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
