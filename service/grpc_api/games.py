@@ -68,7 +68,9 @@ class GameServicer(pb_grpc.GameServiceServicer):
         outcome = self.app.apply(state, convert.action_doc(request.action))
         sent = request.state.state
         response = pb.ApplyResponse()
-        self._answer(response.state, outcome, (state, sent if recalled else convert.adopt(sent, state)))
+        # A state this process returned is written from its message, rewriting only what
+        # the action changed (convert.fill_state); any other is written whole.
+        self._answer(response.state, outcome, (state, sent) if recalled else None)
         convert.add_events(response.events, outcome.events)
         return response
 
