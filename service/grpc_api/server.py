@@ -29,6 +29,7 @@ from .calls import GAME_SERVICE, SESSION_SERVICE, CallInterceptor, Calls
 from .errors import to_status
 from .games import GameServicer
 from .gen import ono99_pb2_grpc as pb_grpc
+from .generic import GenericHandlersOnly
 from .recent import RecentStates
 from .sessions import SessionServicer, StreamLimits
 
@@ -43,27 +44,6 @@ KEEPALIVE_OPTIONS = [
     ("grpc.http2.min_recv_ping_interval_without_data_ms", 30_000),
     ("grpc.http2.max_pings_without_data", 0),
 ]
-
-
-class GenericHandlersOnly:
-    """A grpc.aio server as the ``add_*_to_server`` functions see it: each service is
-    added as a generic handler only.
-
-    Those functions also register every method with ``add_registered_method_handlers``.
-    grpc.aio then keeps one pending call per registered method and runs asyncio.wait
-    over all of them for every call it accepts, so each registered method (14 here,
-    health and reflection included) costs every call (grpc/grpc#43461). The generic
-    handlers serve the same methods; CallInterceptor looks each one up once.
-    """
-
-    def __init__(self, server: grpc.aio.Server) -> None:
-        self.server = server
-
-    def add_generic_rpc_handlers(self, handlers: Any) -> None:
-        self.server.add_generic_rpc_handlers(handlers)
-
-    def add_registered_method_handlers(self, service: str, handlers: Any) -> None:
-        """Left out: the generic handler added with them serves these methods."""
 
 
 class GrpcServer:
