@@ -5,10 +5,11 @@
 >>> state, events = apply(state, legal_actions(state)[0])
 """
 
+from .actions import format_action, parse_action
 from .cards import CARD_CODES, DECK_1980, DECK_2022
 from .codec import StateDoc, decode_state, dumps_state, encode_state, loads_state, state_from_doc, state_to_doc
 from .errors import EngineError, IllegalActionError, InvalidInputError
-from .game import apply, check_players, format_action, legal_actions, new_game, parse_action
+from .game import apply, check_players, legal_actions, new_game
 from .rules import OPTIONS, PRESETS, Rules, describe_options, resolve_rules, rules_to_dict
 from .state import Action, ActionType, GameState, Play2, Player
 from .table import Event

@@ -14,10 +14,11 @@ from typing import Annotated, Any, Final, Literal
 import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 
+from .actions import PLAYER_ID
 from .bounds import MAX_DECK_SIZE, MAX_HAND_SIZE, MAX_PLAYERS, MIN_PLAYERS
 from .cards import CARD_CODES
 from .errors import InvalidInputError, invalid_from_msgspec
-from .game import PLAYER_ID, can_act
+from .game import can_act
 from .rules import Rules, resolve_rules, rules_to_dict
 from .shuffle import SEED_MAX_LENGTH
 from .state import ACTIVE, OUT, OUT_OF_ROUND, PLAYING, GameState, Play2, Player

@@ -7,17 +7,16 @@ action is accepted exactly when it is listed.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
-from typing import Annotated, Any, Literal, Protocol
+from typing import Any, Protocol
 
-import msgspec
 from msgspec import structs
 
+from .actions import PLAYER_ID, parse_action
 from .bounds import MAX_CARD_COUNT, MAX_DECK_SIZE, MAX_PLAYERS, MIN_PLAYERS
 from .cards import CARD_CODES, CARD_SET, TOTAL_DELTA, deck_cards
-from .errors import IllegalActionError, InvalidInputError, invalid_from_msgspec
+from .errors import IllegalActionError, InvalidInputError
 from .rules import Rules, check_combination, resolve_rules
 from .scoring import points_round_over, token_round_over
 from .shuffle import check_seed, random_seed, shuffled
@@ -37,8 +36,6 @@ from .state import (
     Seed,
 )
 from .table import Event, Table, active_count, draw_card, end_game, forfeit_draws, next_active, take_top
-
-PLAYER_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 # A card that only the limit stops: in points scoring it may still be played as a bust (R-PTS-1).
 OVER_LIMIT = ("R-TURN-2", "total_would_reach_limit")
@@ -432,53 +429,14 @@ def _check_deck(deck: Any) -> list[str]:
     return list(deck)
 
 
-class ActionDoc(msgspec.Struct, forbid_unknown_fields=True):
-    """An action as JSON: ``play`` needs a ``card``; ``swap_ono99`` and ``draw`` take none."""
-
-    player: Annotated[str, msgspec.Meta(pattern=PLAYER_ID.pattern.join("^$"))]
-    type: Literal["play", "swap_ono99", "draw"]
-    card: Literal["0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10",
-                  "-10", "reverse", "play2", "ono99", "hold"] | None = None
-
-
-def parse_action(doc: Any) -> Action:
-    """An Action from its JSON object; raises InvalidInputError when malformed."""
-    if type(doc) is Action:
-        return doc
-    return _parse_action(doc)
-
-
-def _parse_action(doc: Any) -> Action:
-    try:
-        parsed = msgspec.convert(doc, ActionDoc)
-    except msgspec.ValidationError as exc:
-        raise invalid_from_msgspec(exc, "action") from None
-    if parsed.type == PLAY:
-        if parsed.card is None:
-            raise InvalidInputError("a play needs a card", "action.card")
-        return Action(parsed.player, PLAY, parsed.card)
-    if parsed.card is not None:
-        raise InvalidInputError(f"a {parsed.type} action takes no card", "action.card")
-    return Action(parsed.player, SWAP if parsed.type == SWAP else DRAW)
-
-
-def format_action(action: Action) -> dict[str, Any]:
-    """The JSON object of an action."""
-    if action.card is None:
-        return {"player": action.player, "type": action.type}
-    return {"player": action.player, "type": action.type, "card": action.card}
-
-
 __all__ = [
     "DRAW",
     "OUT",
     "Action",
     "apply",
     "check_players",
-    "format_action",
     "legal_actions",
     "new_game",
     "new_total",
-    "parse_action",
     "why_not",
 ]

@@ -18,8 +18,8 @@ from engine import (
     new_game,
     parse_action,
 )
+from engine.actions import PLAYER_ID
 from engine.cards import CARD_SET
-from engine.game import PLAYER_ID
 from tests.conftest import puzzle
 
 

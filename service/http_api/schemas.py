@@ -15,10 +15,10 @@ import msgspec
 from marshmallow import fields, validate
 
 import engine
+from engine.actions import ActionDoc
 from engine.bounds import MAX_DECK_SIZE, MAX_PLAYERS, MIN_PLAYERS
 from engine.cards import CARD_CODES
 from engine.codec import StateDoc
-from engine.game import ActionDoc
 from engine.rules import rules_json_schema
 from engine.shuffle import SEED_MAX, SEED_MAX_LENGTH, SEED_MIN, check_seed
 from engine.view import ViewDoc

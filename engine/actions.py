@@ -1,0 +1,50 @@
+"""The action document: parsed and checked once, and written back (API.md)."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+import msgspec
+
+from .errors import InvalidInputError, invalid_from_msgspec
+from .state import DRAW, PLAY, SWAP, Action
+
+PLAYER_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+class ActionDoc(msgspec.Struct, forbid_unknown_fields=True):
+    """An action as JSON: ``play`` needs a ``card``; ``swap_ono99`` and ``draw`` take none."""
+
+    player: Annotated[str, msgspec.Meta(pattern=PLAYER_ID.pattern.join("^$"))]
+    type: Literal["play", "swap_ono99", "draw"]
+    card: Literal["0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10",
+                  "-10", "reverse", "play2", "ono99", "hold"] | None = None
+
+
+def parse_action(doc: Any) -> Action:
+    """An Action from its JSON object; raises InvalidInputError when malformed."""
+    if type(doc) is Action:
+        return doc
+    return _parse_action(doc)
+
+
+def _parse_action(doc: Any) -> Action:
+    try:
+        parsed = msgspec.convert(doc, ActionDoc)
+    except msgspec.ValidationError as exc:
+        raise invalid_from_msgspec(exc, "action") from None
+    if parsed.type == PLAY:
+        if parsed.card is None:
+            raise InvalidInputError("a play needs a card", "action.card")
+        return Action(parsed.player, PLAY, parsed.card)
+    if parsed.card is not None:
+        raise InvalidInputError(f"a {parsed.type} action takes no card", "action.card")
+    return Action(parsed.player, SWAP if parsed.type == SWAP else DRAW)
+
+
+def format_action(action: Action) -> dict[str, Any]:
+    """The JSON object of an action."""
+    if action.card is None:
+        return {"player": action.player, "type": action.type}
+    return {"player": action.player, "type": action.type, "card": action.card}
