@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
-import math
 import re
 import secrets
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ import engine
 from engine import Event, GameState, IllegalActionError, InvalidInputError
 
 from . import metrics
+from .admission import Admission, Caller, Limits
 from .config import Settings
 from .errors import ServiceError, from_engine
 from .signing import StateSigner
@@ -128,25 +128,6 @@ class SessionAnswer:
     replayed: bool = False
 
 
-@dataclass(frozen=True)
-class Limits:
-    """Rate limits kept in Redis, so they hold across replicas (0: no limit)."""
-
-    creates_per_minute: float = 600
-    creates_burst: int = 60
-    actions_per_second: float = 10
-    actions_burst: int = 20
-
-
-@dataclass(frozen=True)
-class Caller:
-    """Who sends a request that needs no seat: the client address as the server sees it,
-    and the API key it presented, if any."""
-
-    address: str
-    api_key: str | None = None
-
-
 class Application:
     """Stateless games and Redis-backed sessions over the engine."""
 
@@ -161,8 +142,7 @@ class Application:
         # the keys closest to expiring first (volatile-ttl), so sessions made to outlive
         # the ones in play would push those out.
         self.session_ttl_max = max(session_ttl, session_ttl_max)
-        self.api_key_hashes = tuple(_hash(key) for key in api_keys)
-        self.limits = limits or Limits()
+        self.admission = Admission(limits or Limits(), api_keys, self.service_key_hash)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Application:
@@ -223,7 +203,7 @@ class Application:
         if ttl is not None and not low <= ttl <= high:
             raise ServiceError("invalid_request", f"ttl_seconds must be from {low} to {high}", field="ttl_seconds")
         store = self._sessions()
-        self._admit_creation(store, caller or Caller("unknown"))
+        self.admission.check_creation(store, caller or Caller("unknown"))
         state, events = _engine(engine.new_game, rules, players, seed=seed, deck=deck)
         tokens = {p.id: secrets.token_urlsafe(32) for p in state.players}
         seats = _json.encode({pid: _hash(token) for pid, token in tokens.items()})
@@ -235,27 +215,6 @@ class Application:
                 return SessionCreated(session_id, FIRST_VERSION, tokens, engine.view_doc(state, None),
                                       engine.redact_events(events, None))
         raise ServiceError("internal_error", "could not allocate a session id")
-
-    def _admit_creation(self, store: SessionStore, caller: Caller) -> None:
-        digest = _hash(caller.api_key) if caller.api_key else None
-        if digest is not None and self.service_key_hash and hmac.compare_digest(digest, self.service_key_hash):
-            return  # the service key is not limited
-        if self.api_key_hashes and (
-                digest is None or not any(hmac.compare_digest(digest, known) for known in self.api_key_hashes)):
-            raise ServiceError("unauthorized", "creating a session needs an API key of this service")
-        per_minute = self.limits.creates_per_minute
-        if per_minute > 0:
-            who = f"key:{digest[:32]}" if digest is not None and self.api_key_hashes else f"addr:{caller.address}"
-            self._throttle(store, f"create:{who}", per_minute / 60, self.limits.creates_burst,
-                           "session creations")
-
-    @staticmethod
-    def _throttle(store: SessionStore, key: str, per_second: float, burst: int, what: str) -> None:
-        wait = store.throttle(key, per_second, burst)
-        if wait:
-            metrics.RATE_LIMITED.labels(key.partition(":")[0]).inc()
-            raise ServiceError("too_many_requests", f"too many {what}; try again in {math.ceil(wait * 1000)} ms",
-                               retry_after=max(1, math.ceil(wait)))
 
     def authenticate(self, seats: bytes, token: str | None) -> str | None:
         """The player a seat token belongs to; None for the service key; else 401."""
@@ -312,9 +271,8 @@ class Application:
             if player is not None and parsed.player != player:
                 raise ServiceError("forbidden", f"this seat token belongs to {player!r}, "
                                    f"not to {parsed.player!r}", player=player)
-            if player is not None and self.limits.actions_per_second > 0 and _attempt == 0:
-                self._throttle(store, f"act:{{{session_id}}}:{player}", self.limits.actions_per_second,
-                               self.limits.actions_burst, "actions from this seat")
+            if player is not None and _attempt == 0:
+                self.admission.check_action(store, session_id, player)
             if stored.idempotent is not None:  # only after the caller is known to own the key
                 return self._replay(session_id, stored.idempotent, fingerprint)
             if expected_version is not None and expected_version != stored.version:

@@ -10,7 +10,8 @@ from collections.abc import AsyncIterator
 import grpc
 
 from .. import metrics
-from ..application import Application, Caller
+from ..admission import Caller
+from ..application import Application
 from ..errors import ServiceError
 from ..live import LiveVersions
 from . import convert

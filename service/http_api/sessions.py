@@ -10,7 +10,8 @@ from flask.views import MethodView
 
 import engine
 
-from ..application import MAX_IDEMPOTENCY_KEY, Caller, bearer_token
+from ..admission import Caller
+from ..application import MAX_IDEMPOTENCY_KEY, bearer_token
 from ..errors import ServiceError
 from .games import ApiBlueprint, app_layer, json_response
 from .problems import document_errors
