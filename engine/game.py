@@ -7,19 +7,16 @@ action is accepted exactly when it is listed.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import replace
+from collections.abc import Iterator, Mapping
 from typing import Any, Protocol
 
 from msgspec import structs
 
-from .actions import PLAYER_ID, parse_action
-from .bounds import MAX_CARD_COUNT, MAX_DECK_SIZE, MAX_PLAYERS, MIN_PLAYERS
-from .cards import CARD_CODES, CARD_SET, TOTAL_DELTA, deck_cards
+from .actions import parse_action
+from .cards import TOTAL_DELTA
 from .errors import IllegalActionError, InvalidInputError
-from .rules import Rules, check_combination, resolve_rules
+from .rules import Rules
 from .scoring import points_round_over, token_round_over
-from .shuffle import check_seed, random_seed, shuffled
 from .state import (
     ACTIVE,
     DRAW,
@@ -32,8 +29,6 @@ from .state import (
     ActionType,
     GameState,
     Play2,
-    Player,
-    Seed,
 )
 from .table import Event, Table, active_count, draw_card, end_game, forfeit_draws, next_active, take_top
 
@@ -248,7 +243,7 @@ def _play(t: Table, seat: int, card: str, bust: bool) -> None:
         events.append({"type": "out_of_round", "player": pid, "reason": "busted"})  # R-PTS-1
     if first_of_two and not deflect and not bust:
         t.play2 = Play2(seat, 1)  # R-P2-1: the second card follows
-        _enter_turn(t)
+        enter_turn(t)
     elif bust and play2 is not None:
         # R-P2-5: the obligated player left the round, which clears the obligation,
         # whatever card they busted with.
@@ -286,12 +281,12 @@ def _apply_swap(state: GameState, seat: int) -> tuple[GameState, list[Event]]:
         # R-99-2: the swap is the turn's play (one of two under a Play 2; no deflection).
         if t.play2 is not None and t.play2.cards_left == 2:
             t.play2 = Play2(seat, 1)
-            _enter_turn(t)
+            enter_turn(t)
         else:
             _end_turn(t, seat, obligate=False)
     else:
         t.swapped = True
-        _enter_turn(t)
+        enter_turn(t)
     return t.freeze(), t.events
 
 
@@ -306,7 +301,7 @@ def _apply_draw(state: GameState, seat: int) -> tuple[GameState, list[Event]]:
     t.owed_draws = tuple(i for i in t.owed_draws if i != seat)
     draw_card(t, seat)
     if seat == t.current:
-        _enter_turn(t)  # the drawn card may still leave no play (R-ELIM-1)
+        enter_turn(t)  # the drawn card may still leave no play (R-ELIM-1)
     return t.freeze(), t.events
 
 
@@ -324,10 +319,10 @@ def _end_turn(t: Table, seat: int, obligate: bool) -> None:
             t.events.append({"type": "play2_pending", "player": t.players[nxt].id})
         if can_act(t, nxt):
             return
-    _enter_turn(t)
+    enter_turn(t)
 
 
-def _enter_turn(t: Table) -> None:
+def enter_turn(t: Table) -> None:
     """R-ELIM-2: apply the consequences of the player to act having no legal action,
     until the game is over or someone to act can act."""
     while t.status == PLAYING:
@@ -363,80 +358,12 @@ def _no_action(t: Table, seat: int) -> None:
     t.current = next_active(t, seat)
 
 
-def check_players(players: Any) -> tuple[str, ...]:
-    """Validated player ids (R-PLAYERS: 2 to 6, unique, 1–64 of letters, digits, _ and -)."""
-    if not isinstance(players, (list, tuple)):
-        raise InvalidInputError("must be a list of player ids", "players")
-    if not MIN_PLAYERS <= len(players) <= MAX_PLAYERS:
-        raise InvalidInputError(f"a game has {MIN_PLAYERS} to {MAX_PLAYERS} players", "players")
-    for k, pid in enumerate(players):
-        if type(pid) is not str or not PLAYER_ID.fullmatch(pid):
-            raise InvalidInputError("a player id is 1 to 64 letters, digits, '_' or '-'", f"players[{k}]")
-    if len(set(players)) != len(players):
-        raise InvalidInputError("player ids must be unique", "players")
-    return tuple(players)
-
-
-def new_game(rules: Rules | Mapping[str, Any], players: Iterable[str] | Any,
-             seed: Seed | None = None, deck: list[str] | None = None) -> tuple[GameState, list[Event]]:
-    """Deal a new game (R-SET-1, R-SET-2, R-RNG-2) and return it with the events of any
-    elimination at the very start (a first player who cannot act, R-ELIM-2)."""
-    if not isinstance(rules, Rules):
-        rules = resolve_rules(rules)
-    ids = check_players(list(players) if isinstance(players, tuple) else players)
-    if deck is not None:
-        order = _check_deck(deck)
-        counts: dict[str, int] = {}
-        for card in order:
-            counts[card] = counts.get(card, 0) + 1
-        for card, count in counts.items():
-            if count > MAX_CARD_COUNT:  # the same bound as the rule option (engine/bounds.py)
-                raise InvalidInputError(f"holds {count} of card {card!r}; a deck holds at most "
-                                        f"{MAX_CARD_COUNT} of a card", "deck")
-        rules = replace(rules, deck=tuple((c, counts[c]) for c in CARD_CODES if c in counts))
-        check_combination(rules)
-        # Later reshuffles and rounds are seeded by it: a fixed default would let every
-        # seat work out the others' hands from the public count of shuffles.
-        seed = random_seed() if seed is None else check_seed(seed)
-        shuffles = 0
-    else:
-        seed = random_seed() if seed is None else check_seed(seed)
-        order = list(shuffled(deck_cards(rules.deck_counts), seed, 0))
-        shuffles = 1
-    need = rules.hand_size * len(ids)
-    if len(order) < need:
-        raise InvalidInputError(f"the deck has {len(order)} cards; {len(ids)} hands of "
-                                f"{rules.hand_size} need {need}", "deck")
-    n = len(ids)
-    tokens = rules.tokens if rules.scoring == "tokens" else 0
-    hands = [order[k:need:n] for k in range(n)]  # one card at a time, in seat order
-    state = GameState(rules, tuple(Player(pid, tuple(h), ACTIVE, tokens) for pid, h in zip(ids, hands, strict=True)),
-                      tuple(order[need:]), (), 0, 1, 0, None, 1, PLAYING, (), seed, shuffles,
-                      0, (), False, False)
-    t = Table(state)
-    _enter_turn(t)
-    return t.freeze(), t.events
-
-
-def _check_deck(deck: Any) -> list[str]:
-    if not isinstance(deck, (list, tuple)) or not deck:
-        raise InvalidInputError("must be a non-empty list of card codes, top card first", "deck")
-    if len(deck) > MAX_DECK_SIZE:
-        raise InvalidInputError(f"holds {len(deck)} cards; a deck holds at most {MAX_DECK_SIZE}", "deck")
-    for k, card in enumerate(deck):
-        if type(card) is not str or card not in CARD_SET:
-            raise InvalidInputError(f"unknown card code {card!r}", f"deck[{k}]")
-    return list(deck)
-
-
 __all__ = [
     "DRAW",
     "OUT",
     "Action",
     "apply",
-    "check_players",
     "legal_actions",
-    "new_game",
     "new_total",
     "why_not",
 ]
