@@ -24,7 +24,7 @@ log = logging.getLogger("ono99.signing")
 def warn_unsigned_states() -> None:
     """Say once, at start, that states are not signed (ONO99_STATE_SECRET unset)."""
     log.warning("ONO99_STATE_SECRET is not set: stateless endpoints accept any consistent state, "
-                "so callers can hand in states they made up (see README, state signing)")
+                "so callers can hand in states they made up (see docs/API.md, state signing)")
 
 
 class StateSigner:

@@ -141,7 +141,7 @@ class ViewRequestSchema(SignedStateSchema):
 
 
 class EventSchema(ma.Schema):
-    """One event; ``type`` says which, the other fields depend on it (README)."""
+    """One event; ``type`` says which, the other fields depend on it (docs/API.md)."""
 
     class Meta:
         unknown = ma.INCLUDE
