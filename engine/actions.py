@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from .errors import InvalidInputError, invalid_from_msgspec
+from .errors import InvalidInputError, convert
 from .state import DRAW, PLAY, SWAP, Action
 
 PLAYER_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -30,10 +30,7 @@ def parse_action(doc: Any) -> Action:
 
 
 def _parse_action(doc: Any) -> Action:
-    try:
-        parsed = msgspec.convert(doc, ActionDoc)
-    except msgspec.ValidationError as exc:
-        raise invalid_from_msgspec(exc, "action") from None
+    parsed = convert(doc, ActionDoc, "action")
     if parsed.type == PLAY:
         if parsed.card is None:
             raise InvalidInputError("a play needs a card", "action.card")

@@ -17,7 +17,7 @@ from msgspec import UNSET, Meta, Struct, UnsetType
 from .actions import PLAYER_ID
 from .bounds import MAX_DECK_SIZE, MAX_HAND_SIZE, MAX_PLAYERS, MIN_PLAYERS
 from .cards import CARD_CODES
-from .errors import InvalidInputError, invalid_from_msgspec
+from .errors import InvalidInputError, convert, invalid_from_msgspec
 from .game import can_act
 from .rules import Rules, resolve_rules, rules_to_dict
 from .shuffle import SEED_MAX_LENGTH
@@ -138,11 +138,7 @@ def loads_state(data: bytes | str) -> GameState:
 
 def decode_state(doc: Any) -> GameState:
     """A state from plain objects (as parsed from JSON); raises InvalidInputError."""
-    try:
-        parsed = msgspec.convert(doc, StateDoc)
-    except msgspec.ValidationError as exc:
-        raise invalid_from_msgspec(exc, "state") from None
-    return state_from_doc(parsed)
+    return state_from_doc(convert(doc, StateDoc, "state"))
 
 
 def _fail(message: str, path: str) -> InvalidInputError:

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any, TypeVar
+
+import msgspec
+
+T = TypeVar("T")
+
 
 class EngineError(Exception):
     """Base class of every error the engine raises on purpose."""
@@ -39,3 +45,12 @@ def invalid_from_msgspec(exc: Exception, root: str) -> InvalidInputError:
     if not sep:
         return InvalidInputError(str(exc), root)
     return InvalidInputError(message, root + where.rstrip("`")[1:])
+
+
+def convert(doc: Any, kind: type[T], root: str) -> T:
+    """``doc`` (plain objects, as parsed from JSON) as a ``kind`` msgspec struct;
+    InvalidInputError naming the field under ``root`` when it does not fit."""
+    try:
+        return msgspec.convert(doc, kind)
+    except msgspec.ValidationError as exc:
+        raise invalid_from_msgspec(exc, root) from None

@@ -35,6 +35,24 @@ def stallable_redis():
     server.stop()
 
 
+def _while_calling(session_caller, stop: threading.Event, stateless, seconds: float = 4.0) -> list[float]:
+    """Run ``session_caller`` in 8 threads until ``stop``; meanwhile time ``stateless()``
+    calls (each must return true) for ``seconds``; their latencies."""
+    callers = [threading.Thread(target=session_caller) for _ in range(8)]
+    for t in callers:
+        t.start()
+    latencies = []
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        started = time.perf_counter()
+        assert stateless()
+        latencies.append(time.perf_counter() - started)
+    stop.set()
+    for t in callers:
+        t.join()
+    return latencies
+
+
 def _p99(values):
     values = sorted(values)
     return values[int(len(values) * 0.99)]
@@ -66,18 +84,8 @@ def test_http_stateless_calls_keep_their_latency_and_session_calls_fail_fast_whi
                 got = own.get(read, headers=auth, timeout=10)
                 session_answers.append((got.status_code, time.perf_counter() - started, got.headers.get("Retry-After")))
 
-        callers = [threading.Thread(target=session_caller) for _ in range(8)]
-        for t in callers:
-            t.start()
-        stalled = []
-        deadline = time.monotonic() + 4
-        while time.monotonic() < deadline:
-            started = time.perf_counter()
-            assert session.post(f"{server.url}/v1/games", json=GAME, timeout=5).status_code == 201
-            stalled.append(time.perf_counter() - started)
-        stop.set()
-        for t in callers:
-            t.join()
+        stalled = _while_calling(session_caller, stop, lambda: session.post(
+            f"{server.url}/v1/games", json=GAME, timeout=5).status_code == 201)
 
         os.kill(pid, signal.SIGCONT)
         recovered_after = None
@@ -129,18 +137,7 @@ def test_grpc_stateless_calls_keep_their_latency_and_session_calls_fail_within_t
                 except grpc.RpcError as exc:
                     failures.append((exc.code(), time.perf_counter() - started))
 
-        callers = [threading.Thread(target=session_caller) for _ in range(8)]
-        for t in callers:
-            t.start()
-        stalled = []
-        deadline = time.monotonic() + 4
-        while time.monotonic() < deadline:
-            started = time.perf_counter()
-            games.NewGame(new, timeout=5)
-            stalled.append(time.perf_counter() - started)
-        stop.set()
-        for t in callers:
-            t.join()
+        stalled = _while_calling(session_caller, stop, lambda: games.NewGame(new, timeout=5) is not None)
         os.kill(pid, signal.SIGCONT)
         deadline = time.monotonic() + 10
         while True:
