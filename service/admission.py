@@ -6,7 +6,6 @@ and both transports.
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import math
 from dataclasses import dataclass
@@ -35,30 +34,27 @@ class Caller:
     api_key: str | None = None
 
 
-def _hash(secret: str) -> str:
-    return hashlib.sha256(secret.encode()).hexdigest()
-
-
 class Admission:
-    """API keys for session creation, and the rate limits of creations and actions."""
+    """API keys for session creation, and the rate limits of creations and actions.
+    Keys are known by their SHA-256 digests, as the application layer makes them."""
 
-    def __init__(self, limits: Limits, api_keys: tuple[str, ...], service_key_hash: str | None) -> None:
+    def __init__(self, limits: Limits, api_key_hashes: tuple[str, ...], service_key_hash: str | None) -> None:
         self.limits = limits
-        self.api_key_hashes = tuple(_hash(key) for key in api_keys)
+        self.api_key_hashes = api_key_hashes
         self.service_key_hash = service_key_hash
 
-    def check_creation(self, store: SessionStore, caller: Caller) -> None:
+    def check_creation(self, store: SessionStore, address: str, key_digest: str | None) -> None:
         """With API keys configured only their holders (and the service key) may create;
         creations are rate limited per key, else per address; the service key is not."""
-        digest = _hash(caller.api_key) if caller.api_key else None
-        if digest is not None and self.service_key_hash and hmac.compare_digest(digest, self.service_key_hash):
+        if key_digest is not None and self.service_key_hash and hmac.compare_digest(key_digest,
+                                                                                     self.service_key_hash):
             return
-        if self.api_key_hashes and (
-                digest is None or not any(hmac.compare_digest(digest, known) for known in self.api_key_hashes)):
+        if self.api_key_hashes and (key_digest is None or not any(
+                hmac.compare_digest(key_digest, known) for known in self.api_key_hashes)):
             raise ServiceError("unauthorized", "creating a session needs an API key of this service")
         per_minute = self.limits.creates_per_minute
         if per_minute > 0:
-            who = f"key:{digest[:32]}" if digest is not None and self.api_key_hashes else f"addr:{caller.address}"
+            who = f"key:{key_digest[:32]}" if key_digest is not None and self.api_key_hashes else f"addr:{address}"
             _throttle(store, f"create:{who}", per_minute / 60, self.limits.creates_burst, "session creations")
 
     def check_action(self, store: SessionStore, session_id: str, player: str) -> None:

@@ -141,8 +141,8 @@ class Application:
         # The longest time to live a caller may ask for: under memory pressure Redis evicts
         # the keys closest to expiring first (volatile-ttl), so sessions made to outlive
         # the ones in play would push those out.
-        self.session_ttl_max = max(session_ttl, session_ttl_max)
-        self.admission = Admission(limits or Limits(), api_keys, self.service_key_hash)
+        self.ttl_range = (SESSION_TTL_RANGE[0], min(SESSION_TTL_RANGE[1], max(session_ttl, session_ttl_max)))
+        self.admission = Admission(limits or Limits(), tuple(_hash(key) for key in api_keys), self.service_key_hash)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Application:
@@ -199,11 +199,12 @@ class Application:
         """Deal a game into a new session. ``ttl`` None: the service's default. With API
         keys configured only their holders (and the service key) may create; creations
         are rate limited per key, else per address."""
-        low, high = SESSION_TTL_RANGE[0], min(SESSION_TTL_RANGE[1], self.session_ttl_max)
+        low, high = self.ttl_range
         if ttl is not None and not low <= ttl <= high:
             raise ServiceError("invalid_request", f"ttl_seconds must be from {low} to {high}", field="ttl_seconds")
         store = self._sessions()
-        self.admission.check_creation(store, caller or Caller("unknown"))
+        caller = caller or Caller("unknown")
+        self.admission.check_creation(store, caller.address, _hash(caller.api_key) if caller.api_key else None)
         state, events = _engine(engine.new_game, rules, players, seed=seed, deck=deck)
         tokens = {p.id: secrets.token_urlsafe(32) for p in state.players}
         seats = _json.encode({pid: _hash(token) for pid, token in tokens.items()})
@@ -241,9 +242,7 @@ class Application:
 
     def get_session(self, session_id: str, token: str | None) -> SessionRead:
         """What the token may read of the session (see :class:`SessionRead`)."""
-        stored = self._load(session_id)
-        viewer = self.authenticate(stored.seats, token)
-        self._sessions().touch(session_id, stored.ttl)
+        stored, viewer = self._read_as(session_id, token)
         state = engine.loads_state(stored.state)
         return SessionRead(session_id, stored.version, engine.view_doc(state, viewer),
                            state if viewer is None else None)
@@ -312,11 +311,8 @@ class Application:
         caller may see them, at most EVENTS_PAGE versions of them (a read: it renews the
         session's time to live). ``after_field``
         names ``after`` as the transport takes it, for errors."""
-        _check_after(after, after_field)
-        stored = self._load(session_id)
-        viewer = self.authenticate(stored.seats, token)
-        self._sessions().touch(session_id, stored.ttl)
-        found = self._events_after(session_id, viewer, after)
+        viewer = self.open_watch(session_id, token, after, after_field)
+        found = self.events_for(session_id, viewer, after)
         if found is None:
             raise ServiceError("not_found", f"no session {session_id!r} (unknown or expired)")
         return found.events
@@ -326,19 +322,20 @@ class Application:
         """Who may watch the session's events after ``after``: the token's player (None:
         the service key). Opening a watch is a read: it renews the session's time to live."""
         _check_after(after, after_field)
+        return self._read_as(session_id, token)[1]
+
+    def _read_as(self, session_id: str, token: str | None) -> tuple[Any, str | None]:
+        """The stored session and who reads it (the token's player, None for the service
+        key); a read renews the session's time to live."""
         stored = self._load(session_id)
         viewer = self.authenticate(stored.seats, token)
         self._sessions().touch(session_id, stored.ttl)
-        return viewer
+        return stored, viewer
 
     def events_for(self, session_id: str, viewer: str | None, after: int) -> EventsRead | None:
-        """A watcher's next read (see :meth:`open_watch`): the events after ``after`` as
-        ``viewer`` may see them and the latest version, or None once the session is gone."""
-        return self._events_after(session_id, viewer, after)
-
-    def _events_after(self, session_id: str, viewer: str | None, after: int) -> EventsRead | None:
-        """The events after ``after`` redacted for ``viewer``, at most EVENTS_PAGE versions
-        of them, or None if the session is gone."""
+        """A reader's next page (see :meth:`open_watch`): the events after ``after`` as
+        ``viewer`` may see them, at most EVENTS_PAGE versions of them, or None once the
+        session is gone."""
         batches = self._sessions().events(session_id, after, EVENTS_PAGE)
         if batches is None:
             return None
