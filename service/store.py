@@ -219,7 +219,7 @@ class SessionStore:
     def _call(self, operation: str, work: Callable[[], T]) -> T:
         wait = self.breaker.refuses()
         if wait:
-            metrics.REDIS_ERRORS.labels("refused").inc()
+            metrics.REDIS_ERRORS.labels("breaker_open").inc()
             raise ServiceError("unavailable", "the session store is unreachable; calls are refused for "
                                f"{wait:.1f} s more", retry_after=max(1, round(wait)))
         try:
