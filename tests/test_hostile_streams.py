@@ -3,15 +3,18 @@ and their number is limited per client address and in all (RESOURCE_EXHAUSTED be
 
 from __future__ import annotations
 
+import concurrent.futures
 import time
 
 import grpc
 import pytest
 import requests
 
+from engine import decode_state, legal_actions
+from service.grpc_api import convert
 from service.grpc_api.gen import ono99_pb2 as pb
 from service.grpc_api.gen import ono99_pb2_grpc as pb_grpc
-from tests.conftest import start_grpc
+from tests.conftest import SERVICE_KEY, start_grpc
 
 pytestmark = pytest.mark.slow
 
@@ -30,19 +33,26 @@ def _open_streams(sessions, count, targets):
     streams = []
     for k in range(count):
         sid, seats = targets[k % len(targets)]
-        streams.append(sessions.WatchEvents(pb.WatchEventsRequest(session_id=sid, after_version=99),
+        streams.append(sessions.WatchEvents(pb.WatchEventsRequest(session_id=sid, after_version=1),
                                             metadata=_bearer(seats["ann"])))
     return streams
 
 
 def _wait_open(rpc, count, timeout=30.0):
+    """Wait until the server counts exactly ``count`` open streams."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for line in requests.get(rpc.metrics_url, timeout=5).text.splitlines():
-            if line.startswith("ono99_grpc_event_streams ") and float(line.split()[1]) >= count:
+            if line.startswith("ono99_grpc_event_streams ") and float(line.split()[1]) == count:
                 return
         time.sleep(0.2)
-    raise AssertionError(f"{count} streams did not open")
+    raise AssertionError(f"the server did not come to {count} open streams")
+
+
+def _next_within(stream, seconds: float):
+    """The stream's next message, or an AssertionError after ``seconds``."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(next, stream).result(timeout=seconds)
 
 
 def _p99_of_session_calls(sessions, sid, seats, calls=300):
@@ -76,8 +86,15 @@ def test_500_idle_streams_leave_other_session_calls_p99_within_twice_its_value(t
         _wait_open(rpc, 500)
         time.sleep(1)  # every stream has read its log and waits
         with_streams = _p99_of_session_calls(sessions, sid, seats)
-        # Act still goes through, and a waiting stream of that session wakes with it.
-        assert all(s.running() or not s.done() for s in streams)
+        assert not any(s.done() for s in streams)  # none was refused or ended
+        # An action still goes through, and a stream of its session, waiting among 500,
+        # wakes with its event (streams[0] watches targets[0]).
+        state = sessions.GetSession(pb.GetSessionRequest(session_id=sid), metadata=_bearer(SERVICE_KEY),
+                                    timeout=5).state
+        action = legal_actions(decode_state(convert.state_doc(state)))[0]
+        acted = sessions.Act(pb.ActRequest(session_id=sid, action=convert.action_message(action)),
+                             metadata=_bearer(SERVICE_KEY), timeout=5)
+        assert _next_within(streams[0], 5).version == acted.version == 2
     finally:
         for s in streams:
             s.cancel()
@@ -104,9 +121,10 @@ def test_streams_beyond_the_per_client_limit_are_refused_and_a_freed_slot_is_reu
         assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
         assert "3 event streams per client address" in refused.value.details()
         streams[0].cancel()
-        time.sleep(0.5)
+        _wait_open(rpc, 2)  # the cancelled stream's slot is given back
         again = _open_streams(sessions, 1, [target])
-        _wait_open(rpc, 3)  # the freed slot is taken again
+        _wait_open(rpc, 3)  # and taken again
+        assert not again[0].done()
         for s in streams[1:] + again:
             s.cancel()
     finally:
