@@ -64,14 +64,14 @@ class Worker(GeventWorker):  # type: ignore[misc]
 
 
 @dataclass
-class Limits:
+class ConnectionLimits:
     """What options() sets in the gunicorn master for the workers forked from it."""
 
     read_timeout: float = Settings.http_read_timeout
     per_peer: int = Settings.http_connections_per_peer
 
 
-limits = Limits()
+limits = ConnectionLimits()
 
 
 def options(settings: Settings) -> dict[str, Any]:

@@ -70,11 +70,6 @@ class LiveVersions:
             with contextlib.suppress(Exception):
                 await self._pubsub.aclose()
 
-    @property
-    def streams(self) -> int:
-        """How many streams wait now."""
-        return sum(len(v) for v in self._waiting.values())
-
     @contextlib.asynccontextmanager
     async def watch(self, session_id: str, confirm_within: float = 2.0) -> AsyncIterator[asyncio.Event]:
         """An event set whenever the session commits a version, from when Redis has
@@ -85,11 +80,10 @@ class LiveVersions:
         first = not waiting
         waiting.add(changed)
         try:
-            if first:
-                confirmed = self._confirmed[channel] = asyncio.get_running_loop().create_future()
+            if first:  # set before the await, so the session's next watchers find it
+                self._confirmed[channel] = asyncio.get_running_loop().create_future()
                 await self._pubsub.subscribe(channel)
-            else:
-                confirmed = self._confirmed.get(channel) or _done()
+            confirmed = self._confirmed[channel]
             with contextlib.suppress(TimeoutError):
                 # Not confirmed in time (Redis slow): the stream re-reads the log anyway.
                 await asyncio.wait_for(asyncio.shield(confirmed), confirm_within)
@@ -126,8 +120,3 @@ class LiveVersions:
                 for changed in self._waiting.get(channel, ()):
                     changed.set()
 
-
-def _done() -> asyncio.Future[None]:
-    future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-    future.set_result(None)
-    return future
