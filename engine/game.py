@@ -215,17 +215,7 @@ def _play(t: Table, seat: int, card: str, bust: bool) -> None:
         forfeit_draws(t)
     play2 = t.play2
     first_of_two = play2 is not None and play2.cards_left == 2
-    if card == "reverse":
-        n_active = active_count(t.players)
-        if n_active > 2:  # R-REV-1; R-REV-2: with two players a Reverse counts as a 0
-            t.direction = -t.direction
-            events.append({"type": "direction_changed", "direction": t.direction})
-        deflect = first_of_two and "reverse" in rules.play2_deflectors and (
-            n_active > 2 or rules.reverse_deflects_in_two_player)  # R-P2-6
-    else:
-        deflect = first_of_two and card in rules.play2_deflectors  # R-P2-2, R-P2-3
-        if card == "ono99":
-            t.ono99_played = True  # R-99-3
+    deflect = _card_effect(t, card, first_of_two)
     drawn = None
     if rules.draw == "auto":
         drawn = take_top(t)  # R-TURN-3
@@ -252,6 +242,22 @@ def _play(t: Table, seat: int, card: str, bust: bool) -> None:
         # A play2 as any card but a deflecting first one takes its normal effect
         # (R-P2-4); a deflector passes the obligation on (R-P2-2, R-P2-3).
         _end_turn(t, seat, obligate=deflect or card == "play2")
+
+
+def _card_effect(t: Table, card: str, first_of_two: bool) -> bool:
+    """Turn the direction on a Reverse, mark an ONO 99 played; whether the card
+    deflects a Play 2 obligation (only a first card of two can)."""
+    rules = t.rules
+    if card == "reverse":
+        n_active = active_count(t.players)
+        if n_active > 2:  # R-REV-1; R-REV-2: with two players a Reverse counts as a 0
+            t.direction = -t.direction
+            t.events.append({"type": "direction_changed", "direction": t.direction})
+        return first_of_two and "reverse" in rules.play2_deflectors and (
+            n_active > 2 or rules.reverse_deflects_in_two_player)  # R-P2-6
+    if card == "ono99":
+        t.ono99_played = True  # R-99-3
+    return first_of_two and card in rules.play2_deflectors  # R-P2-2, R-P2-3
 
 
 def _apply_swap(state: GameState, seat: int) -> tuple[GameState, list[Event]]:

@@ -168,8 +168,9 @@ class Application:
         return self._outcome(state, events)
 
     def trusted_state(self, doc: Any, signature: str | None) -> GameState:
-        """Decode and validate a caller's state document, and check its signature."""
-        state = doc if isinstance(doc, GameState) else _engine(engine.decode_state, doc)
+        """Decode and validate a caller's state document (the one place either transport
+        decodes one), and check its signature."""
+        state: GameState = _engine(engine.decode_state, doc)
         self.signer.verify(state, signature)
         return state
 

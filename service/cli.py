@@ -175,22 +175,8 @@ def serve(args: argparse.Namespace, settings: Settings) -> int:
     children = Children()
     # Until gunicorn installs its own, a SIGTERM (a watcher's too) ends serve through the cleanup below.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(1 if children.died else 0))
-    server = None
-    if settings.sessions and not settings.redis_configured:
-        from .embedded_redis import start_embedded
-
-        server = start_embedded(Path(args.redis_data) if args.redis_data else None)
-        settings.redis_url = server.connection_url
-        children.watch("embedded Redis server", getattr(server, "_process", None))
-        if args.redis_data and not os.environ.get("ONO99_REDIS_WAIT_AOF"):
-            # The embedded server fsyncs every write (appendfsync always): acknowledge an
-            # action only once its append-only file holds it.
-            settings.redis_wait_aof = True
-    env = {**os.environ, "REDIS_URL": settings.redis_url or "", "REDIS_SENTINELS": settings.redis_sentinels or "",
-           "REDIS_SENTINEL_MASTER": settings.redis_sentinel_master, "ONO99_HOST": settings.host,
-           "ONO99_GRPC_PORT": str(settings.grpc_port), "ONO99_METRICS_PORT": str(settings.metrics_port),
-           "ONO99_LOG_LEVEL": settings.log_level, "ONO99_SESSIONS": "true" if settings.sessions else "false",
-           "ONO99_REDIS_WAIT_AOF": "true" if settings.redis_wait_aof else "false"}
+    server = _embedded_redis(args, settings, children)
+    env = _child_env(settings)
     grpc_process = subprocess.Popen([sys.executable, "-m", "service.cli", "grpc"], env=env)
     children.watch("gRPC server", grpc_process)
     code: int | str | None = 0
@@ -216,6 +202,32 @@ def serve(args: argparse.Namespace, settings: Settings) -> int:
         log.error(f"the HTTP server (gunicorn) stopped with exit code {code}: stopping ono99 serve")
         return code if isinstance(code, int) else 1
     return 0
+
+
+def _embedded_redis(args: argparse.Namespace, settings: Settings, children: Children) -> Any:
+    """Start the embedded Redis server when sessions are on and no Redis is configured,
+    point the settings at it and watch it; None when there is nothing to start."""
+    if not settings.sessions or settings.redis_configured:
+        return None
+    from .embedded_redis import start_embedded
+
+    server = start_embedded(Path(args.redis_data) if args.redis_data else None)
+    settings.redis_url = server.connection_url
+    children.watch("embedded Redis server", getattr(server, "_process", None))
+    if args.redis_data and not os.environ.get("ONO99_REDIS_WAIT_AOF"):
+        # The embedded server fsyncs every write (appendfsync always): acknowledge an
+        # action only once its append-only file holds it.
+        settings.redis_wait_aof = True
+    return server
+
+
+def _child_env(settings: Settings) -> dict[str, str]:
+    """The environment of the gRPC process: serve's own, with its resolved settings."""
+    return {**os.environ, "REDIS_URL": settings.redis_url or "", "REDIS_SENTINELS": settings.redis_sentinels or "",
+            "REDIS_SENTINEL_MASTER": settings.redis_sentinel_master, "ONO99_HOST": settings.host,
+            "ONO99_GRPC_PORT": str(settings.grpc_port), "ONO99_METRICS_PORT": str(settings.metrics_port),
+            "ONO99_LOG_LEVEL": settings.log_level, "ONO99_SESSIONS": "true" if settings.sessions else "false",
+            "ONO99_REDIS_WAIT_AOF": "true" if settings.redis_wait_aof else "false"}
 
 
 def _needs_redis(name: str, settings: Settings) -> None:

@@ -83,38 +83,19 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         return wrapped
 
     def _wrap(self, method: str, handler: Any) -> Any:
-        quiet = method.startswith("/grpc.")
-        session_call = method.startswith(f"/{SESSION_SERVICE}/")
-        needs_token = session_call and method not in self.OPEN
-
-        def begin(request: Any, context: grpc.aio.ServicerContext) -> float:
-            fields = {"request_id": logs.request_id(metadata("x-request-id"))}
-            session_id = getattr(request, "session_id", None) if session_call else None
-            if session_id and is_session_id(session_id):  # never a caller's 100 KB string
-                fields["session_id"] = session_id
-            logs.CONTEXT.set(fields)
-            return time.perf_counter()
-
-        def end(context: grpc.aio.ServicerContext, started: float, failed: bool) -> None:
-            seconds = time.perf_counter() - started
-            status = _STATUS_NAMES[context.code() or (grpc.StatusCode.UNKNOWN if failed else grpc.StatusCode.OK)]
-            metrics.observe("grpc", method, status, seconds)
-            if not quiet and access.isEnabledFor(logging.INFO):
-                access.info("call", extra={"method": method, "status": status, "duration_ms": round(seconds * 1000, 2)})
-
+        record = _CallRecord(method, needs_token=method.startswith(f"/{SESSION_SERVICE}/")
+                             and method not in self.OPEN)
         if handler.unary_unary:
             behavior = handler.unary_unary
 
             async def unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
-                started, failed = begin(request, context), True
+                started, failed = await record.begin(request, context), True
                 try:
-                    if needs_token:
-                        await _seat_token(context)
                     response = await behavior(request, context)
                     failed = False
                     return response
                 finally:
-                    end(context, started, failed)
+                    record.end(context, started, failed)
 
             return grpc.unary_unary_rpc_method_handler(unary, handler.request_deserializer,
                                                        handler.response_serializer)
@@ -122,19 +103,47 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
             stream_behavior = handler.unary_stream
 
             async def stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-                started, failed = begin(request, context), True
+                started, failed = await record.begin(request, context), True
                 try:
-                    if needs_token:
-                        await _seat_token(context)
                     async for item in stream_behavior(request, context):
                         yield item
                     failed = False
                 finally:
-                    end(context, started, failed)
+                    record.end(context, started, failed)
 
             return grpc.unary_stream_rpc_method_handler(stream, handler.request_deserializer,
                                                         handler.response_serializer)
         return handler  # reflection's bidirectional stream: left as it is
+
+
+class _CallRecord:
+    """What the interceptor does around one method's calls: before, the log context and
+    the seat token; after, the metrics and the access log line."""
+
+    def __init__(self, method: str, needs_token: bool) -> None:
+        self.method = method
+        self.quiet = method.startswith("/grpc.")
+        self.session_call = method.startswith(f"/{SESSION_SERVICE}/")
+        self.needs_token = needs_token
+
+    async def begin(self, request: Any, context: grpc.aio.ServicerContext) -> float:
+        fields = {"request_id": logs.request_id(metadata("x-request-id"))}
+        session_id = getattr(request, "session_id", None) if self.session_call else None
+        if session_id and is_session_id(session_id):  # never a caller's 100 KB string
+            fields["session_id"] = session_id
+        logs.CONTEXT.set(fields)
+        started = time.perf_counter()
+        if self.needs_token:
+            await _seat_token(context)
+        return started
+
+    def end(self, context: grpc.aio.ServicerContext, started: float, failed: bool) -> None:
+        seconds = time.perf_counter() - started
+        status = _STATUS_NAMES[context.code() or (grpc.StatusCode.UNKNOWN if failed else grpc.StatusCode.OK)]
+        metrics.observe("grpc", self.method, status, seconds)
+        if not self.quiet and access.isEnabledFor(logging.INFO):
+            access.info("call", extra={"method": self.method, "status": status,
+                                       "duration_ms": round(seconds * 1000, 2)})
 
 
 T = TypeVar("T")

@@ -62,9 +62,11 @@ class EngineField(fields.Field):  # type: ignore[type-arg]
             raise ma.ValidationError(str(exc)) from None
 
 
-def StateField(**kwargs: Any) -> EngineField:
-    """A game state document, decoded and fully validated by the engine codec."""
-    return EngineField(engine.decode_state, "StateDoc", "the game state document", **kwargs)
+def StateField(**kwargs: Any) -> fields.Dict:
+    """A game state document, as sent: the application layer decodes and validates it
+    (one decoding point for both transports), so an invalid state is an
+    ``invalid_request`` whose ``field`` names the offending part (``state.total``)."""
+    return fields.Dict(metadata={**_ref("StateDoc"), "description": "the game state document"}, **kwargs)
 
 
 def ActionField(**kwargs: Any) -> EngineField:
