@@ -1,0 +1,119 @@
+"""Bots: players that choose an action from what one seat may see.
+
+One interface: :func:`choose` takes a seat's view (:class:`~engine.view.ViewDoc`,
+never the full state) and :class:`BotSettings`, and answers a :class:`Suggestion`.
+The kinds:
+
+- ``random``: uniformly among the seat's legal actions.
+- ``heuristic``: the rule-based player of :mod:`engine.bots.heuristic`.
+- ``ismcts``: Information Set Monte Carlo Tree Search (:mod:`engine.bots.ismcts`),
+  for ``simulations`` iterations or ``budget_ms`` milliseconds.
+
+Every kind takes an owed draw first. With the same view, settings and ``seed``, and
+``simulations`` rather than a time budget, the choice is always the same.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from typing import Annotated, Any, Literal
+
+import msgspec
+from msgspec import Meta, Struct
+
+from ..errors import IllegalActionError, InvalidInputError, convert
+from ..shuffle import random_seed
+from ..game import legal_actions
+from ..state import DRAW, PLAYING, Action, GameState
+from ..view import ViewDoc
+from .heuristic import heuristic_action
+from .ismcts import heuristic_policy, random_policy, search
+from .seat import Seat, owed_draw
+
+KINDS = ("random", "heuristic", "ismcts")
+DEFAULT_SIMULATIONS = 300  # ismcts iterations when neither simulations nor budget_ms is given
+MAX_SIMULATIONS = 100_000  # the engine's own bounds; a service narrows them
+MAX_BUDGET_MS = 60_000
+SEED_BOUND = 2**63 - 1
+
+
+class BotSettings(Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """How a bot plays. ``simulations``, ``budget_ms``, ``uct_c`` and ``rollout`` are
+    for ``ismcts`` only; ``seed`` None picks one (the resolved settings name it)."""
+
+    kind: Literal["random", "heuristic", "ismcts"]
+    simulations: Annotated[int, Meta(ge=1, le=MAX_SIMULATIONS)] | None = None
+    budget_ms: Annotated[int, Meta(ge=1, le=MAX_BUDGET_MS)] | None = None
+    seed: Annotated[int, Meta(ge=-SEED_BOUND, le=SEED_BOUND)] | None = None
+    uct_c: Annotated[float, Meta(ge=0, le=10)] = 0.7
+    rollout: Literal["random", "heuristic"] = "heuristic"
+
+
+class Suggestion(Struct, frozen=True):
+    """A bot's choice: the action, the settings it played with, and what it cost."""
+
+    action: Action
+    bot: BotSettings
+    stats: dict[str, Any]
+
+
+def parse_bot(doc: Any, root: str = "bot") -> BotSettings:
+    """Bot settings from plain objects, resolved: a seed always, and for ``ismcts``
+    ``simulations`` (DEFAULT_SIMULATIONS) unless ``budget_ms`` is given. Raises
+    InvalidInputError naming the field."""
+    settings = convert(doc, BotSettings, root)
+    if settings.kind != "ismcts":
+        for name in ("simulations", "budget_ms"):
+            if getattr(settings, name) is not None:
+                raise InvalidInputError(f"only an ismcts bot takes {name}", f"{root}.{name}")
+    elif settings.simulations is not None and settings.budget_ms is not None:
+        raise InvalidInputError("give simulations or budget_ms, not both", f"{root}.budget_ms")
+    elif settings.simulations is None and settings.budget_ms is None:
+        settings = msgspec.structs.replace(settings, simulations=DEFAULT_SIMULATIONS)
+    if settings.seed is None:
+        settings = msgspec.structs.replace(settings, seed=random_seed())
+    return settings
+
+
+def bot_to_dict(settings: BotSettings) -> dict[str, Any]:
+    """The settings as plain objects (what :func:`parse_bot` reads back)."""
+    return msgspec.to_builtins(settings)  # type: ignore[no-any-return]
+
+
+def players_to_act(state: GameState) -> list[str]:
+    """Who has an action now: players owing a draw (R-DRAW-1) first, then the player to
+    act; empty once the game is over."""
+    actors = dict.fromkeys(a.player for a in legal_actions(state) if a.type == DRAW)
+    if state.current is not None and state.status == PLAYING:
+        actors.setdefault(state.players[state.current].id)
+    return list(actors)
+
+
+def choose(view: ViewDoc, settings: BotSettings) -> Suggestion:
+    """The action the bot takes for the view's seat. IllegalActionError (R-TURN-1) when
+    the seat has nothing to do now: not its turn and no draw owed, or the game over."""
+    started = time.monotonic()
+    seat = Seat(view)
+    actions = seat.actions()
+    if not actions:
+        raise IllegalActionError("R-TURN-1", "not_your_turn", f"{view.viewer!r} has no action to take now")
+    rng = random.Random(settings.seed)
+    stats: dict[str, Any] = {}
+    draw = owed_draw(actions)
+    if draw is not None:
+        action = draw
+    elif settings.kind == "random" or len(actions) == 1:
+        action = actions[rng.randrange(len(actions))]
+    elif settings.kind == "heuristic":
+        action = heuristic_action(seat.deal(rng), actions)
+    else:
+        rollout = heuristic_policy if settings.rollout == "heuristic" else random_policy
+        action, stats = search(seat, rng, settings.simulations, settings.budget_ms, settings.uct_c, rollout)
+    stats.setdefault("iterations", 0)
+    stats["elapsed_ms"] = round((time.monotonic() - started) * 1000, 2)
+    return Suggestion(action, settings, stats)
+
+
+__all__ = ["DEFAULT_SIMULATIONS", "KINDS", "BotSettings", "Suggestion", "bot_to_dict", "choose", "parse_bot",
+           "players_to_act"]

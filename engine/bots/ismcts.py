@@ -1,0 +1,156 @@
+"""Single-observer Information Set Monte Carlo Tree Search (Cowling, Powley and
+Whitehouse, 2012), searching from what one seat may see.
+
+Each iteration:
+
+1. *Determinize*: deal the cards the seat cannot see at random (:meth:`Seat.deal`),
+   so the iteration plays in one full state the seat's view could stand for.
+2. *Select*: from the root, while every action available in this determinization has
+   a child, follow the child with the best UCB1 score for the player who makes that
+   move, counting each child's *availability* (how often it could have been chosen)
+   in place of its parent's visits; the tree's nodes are sequences of public moves,
+   shared by every determinization.
+3. *Expand*: add one child for an untried available action, and play it.
+4. *Roll out*: play the game on with ``rollout`` (the heuristic or uniformly random)
+   until it ends, or for points and tokens scoring until the round ends.
+5. *Back-propagate*: every move on the path is credited with the result for the
+   player who made it: 1 for a win (shared among joint winners), 0 for a loss; at a
+   round's end, 1 shared among the players best placed (fewest points, most tokens).
+
+Owed draws (``draw: "manual"``) are taken at once in every simulated position, as
+every bot takes them, so each tree node belongs to the player to act.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections.abc import Callable
+
+from ..game import apply, legal_actions
+from ..state import ACTIVE, DRAW, OVER, Action, GameState
+from .heuristic import heuristic_action
+from .seat import Seat
+
+Policy = Callable[[GameState, list[Action], random.Random], Action]
+MAX_PLIES = 1_000  # a rollout's length at most (a round of ONO 99 is far shorter)
+
+
+class _Node:
+    __slots__ = ("actor", "avail", "children", "visits", "wins")
+
+    def __init__(self, actor: int) -> None:
+        self.actor = actor  # the seat whose move led here
+        self.children: dict[Action, _Node] = {}
+        self.visits = 0
+        self.avail = 0
+        self.wins = 0.0
+
+
+def random_policy(state: GameState, actions: list[Action], rng: random.Random) -> Action:
+    return actions[rng.randrange(len(actions))]
+
+
+def heuristic_policy(state: GameState, actions: list[Action], rng: random.Random) -> Action:
+    return heuristic_action(state, actions)
+
+
+def _settle(state: GameState) -> tuple[GameState, list[Action]]:
+    """Take every owed draw; then the moves of the player to act (empty once over)."""
+    while True:
+        actions = legal_actions(state)
+        draws = [a for a in actions if a.type == DRAW]
+        if not draws:
+            return state, actions
+        state = apply(state, draws[0])[0]
+
+
+def _result(state: GameState, start_round: int) -> list[float]:
+    """Each seat's share of the win: the winners' at the game's end, else (a round
+    ended) that of the best placed seats still in the game."""
+    n = len(state.players)
+    if state.status == OVER:
+        best = list(state.winners)
+    else:
+        rules = state.rules
+        standing = [i for i, p in enumerate(state.players) if p.status != "out"]
+        if rules.scoring == "points":
+            low = min(state.players[i].score for i in standing)
+            best = [i for i in standing if state.players[i].score == low]
+        elif rules.scoring == "tokens":
+            high = max(state.players[i].tokens for i in standing)
+            best = [i for i in standing if state.players[i].tokens == high]
+        else:
+            best = [i for i, p in enumerate(state.players) if p.status == ACTIVE]
+    share = 1.0 / len(best) if best else 0.0
+    result = [0.0] * n
+    for i in best:
+        result[i] = share
+    return result
+
+
+def search(seat: Seat, rng: random.Random, simulations: int | None, budget_ms: int | None,
+           uct_c: float, rollout: Policy) -> tuple[Action, dict[str, float | int]]:
+    """The most visited move of the root after the iterations; and stats."""
+    started = time.monotonic()
+    deadline = None if budget_ms is None else started + budget_ms / 1000
+    root = _Node(seat.me)
+    iterations = 0
+    while (simulations is None or iterations < simulations) and (deadline is None or time.monotonic() < deadline):
+        _iterate(seat, root, rng, uct_c, rollout)
+        iterations += 1
+    own = seat.actions()
+    best = max(own, key=lambda a: (root.children[a].visits if a in root.children else -1))
+    chosen = root.children.get(best)
+    stats: dict[str, float | int] = {
+        "iterations": iterations,
+        "elapsed_ms": round((time.monotonic() - started) * 1000, 2),
+        "visits": chosen.visits if chosen else 0,
+        "win_rate": round(chosen.wins / chosen.visits, 4) if chosen and chosen.visits else 0.0,
+    }
+    return best, stats
+
+
+def _iterate(seat: Seat, root: _Node, rng: random.Random, uct_c: float, rollout: Policy) -> None:
+    state, actions = _settle(seat.deal(rng))
+    node = root
+    path = [root]
+    start_round = state.round
+    # Selection, then one expansion.
+    while actions and state.round == start_round:
+        untried = [a for a in actions if a not in node.children]
+        for a in actions:
+            child = node.children.get(a)
+            if child is not None:
+                child.avail += 1
+        if untried:
+            action = untried[rng.randrange(len(untried))]
+            child = node.children[action] = _Node(seat.seat_of[action.player])
+            child.avail = 1
+            path.append(child)
+            state, actions = _settle(apply(state, action)[0])
+            break
+        action = _ucb(node, actions, uct_c)
+        node = node.children[action]
+        path.append(node)
+        state, actions = _settle(apply(state, action)[0])
+    # Roll out.
+    plies = 0
+    while actions and state.round == start_round and plies < MAX_PLIES:
+        state, actions = _settle(apply(state, rollout(state, actions, rng))[0])
+        plies += 1
+    result = _result(state, start_round)
+    for visited in path:
+        visited.visits += 1
+        visited.wins += result[visited.actor]
+
+
+def _ucb(node: _Node, actions: list[Action], uct_c: float) -> Action:
+    best, best_score = actions[0], -math.inf
+    for a in actions:
+        child = node.children[a]
+        score = child.wins / child.visits + uct_c * math.sqrt(math.log(child.avail) / child.visits)
+        if score > best_score:
+            best, best_score = a, score
+    return best
