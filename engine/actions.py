@@ -13,7 +13,7 @@ from .state import DRAW, PLAY, SWAP, Action
 PLAYER_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
-class ActionDoc(msgspec.Struct, forbid_unknown_fields=True):
+class ActionDoc(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     """An action as JSON: ``play`` needs a ``card``; ``swap_ono99`` and ``draw`` take none."""
 
     player: Annotated[str, msgspec.Meta(pattern=PLAYER_ID.pattern.join("^$"))]

@@ -13,8 +13,10 @@ from typing import Any, Literal
 import msgspec
 from msgspec import Struct
 
+from .actions import ActionDoc
 from .codec import Card, Play2Doc, PlayerId, TurnDoc
 from .errors import InvalidInputError
+from .game import legal_actions
 from .rules import rules_to_dict
 from .state import OUT, GameState
 from .table import Event
@@ -50,6 +52,9 @@ class ViewDoc(Struct):
     round_starter: PlayerId
     owed_draws: list[PlayerId]
     turn: TurnDoc
+    # What the viewer may do now, each accepted as is by apply (empty for a spectator,
+    # and when the viewer has nothing to do).
+    legal_actions: list[ActionDoc] = []
 
 
 def hand_visible(state: GameState, seat: int, viewer: int | None) -> bool:
@@ -92,6 +97,8 @@ def view_doc(state: GameState, viewer: str | None = None) -> ViewDoc:
         round_starter=players[state.round_starter].id,
         owed_draws=[players[i].id for i in state.owed_draws],
         turn=TurnDoc(state.swapped, state.ono99_played),
+        legal_actions=[] if viewer is None else
+        [ActionDoc(a.player, a.type, a.card) for a in legal_actions(state) if a.player == viewer],  # type: ignore[arg-type]
     )
 
 

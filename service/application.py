@@ -11,20 +11,22 @@ import hmac
 import logging
 import re
 import secrets
-from dataclasses import dataclass
 from typing import Any
 
 import msgspec
 
 import engine
 from engine import Event, GameState, IllegalActionError, InvalidInputError
+from engine.bots import BotSettings, Suggestion, bot_to_dict, players_to_act
 
 from . import metrics
 from .admission import Admission, Caller, Limits
+from .answers import EventsRead, Outcome, SessionAnswer, SessionCreated, SessionRead
+from .bots import BotLimits, Bots, Think, decode_bots, think_here
 from .config import Settings
 from .errors import ServiceError, from_engine
 from .signing import StateSigner
-from .store import FIRST_VERSION, Conflict, SessionStore
+from .store import FIRST_VERSION, Conflict, SessionStore, Stored
 
 log = logging.getLogger("ono99.app")
 
@@ -54,78 +56,7 @@ def _engine(call: Any, *args: Any, **kwargs: Any) -> Any:
         raise from_engine(exc) from None
 
 
-class Outcome:
-    """A state handed back to a stateless caller, with its events; its canonical bytes and
-    signature are made when a transport first asks for them."""
-
-    def __init__(self, state: GameState, events: list[Event], signer: StateSigner) -> None:
-        self.state = state
-        self.events = events
-        self._signer = signer
-        self._json: bytes | None = None
-        self._signature: str | None = None
-
-    @property
-    def state_json(self) -> bytes:
-        """The state's canonical JSON encoding."""
-        if self._json is None:
-            self._json = engine.dumps_state(self.state)
-        return self._json
-
-    @property
-    def signature(self) -> str | None:
-        """The state's signature, None when the service runs unsigned."""
-        if self._signature is None and self._signer.enabled:
-            self._signature = self._signer.sign(self.state_json)
-        return self._signature
-
-
 EVENTS_PAGE = 1000  # versions of events one read returns at most; callers page with ``after``
-
-
-@dataclass(frozen=True)
-class EventsRead:
-    """One read of a session's event log: the events (each with its ``version``), the
-    last version read, and whether more may follow at once (the read was a full page)."""
-
-    events: list[Event]
-    last: int
-    more: bool
-
-
-@dataclass(frozen=True)
-class SessionCreated:
-    """A new session: its id and first version, each seat's token (shown only here), and
-    the view and events as a spectator sees them (the creator holds no seat yet)."""
-
-    session_id: str
-    version: int
-    seats: dict[str, str]
-    view: engine.ViewDoc
-    events: list[Event]
-
-
-@dataclass(frozen=True)
-class SessionRead:
-    """A session as a caller may read it: a seat's view, or for the service key the
-    spectator's view and the full state."""
-
-    session_id: str
-    version: int
-    view: engine.ViewDoc
-    state: GameState | None
-
-
-@dataclass(frozen=True)
-class SessionAnswer:
-    """What a session action answers: new version, events and view for the actor."""
-
-    session_id: str
-    version: int
-    player: str | None
-    events: list[Event]
-    view: engine.ViewDoc
-    replayed: bool = False
 
 
 class Application:
@@ -133,8 +64,13 @@ class Application:
 
     def __init__(self, signer: StateSigner, store: SessionStore | None, service_key: str | None,
                  session_ttl: int, api_keys: tuple[str, ...] = (), limits: Limits | None = None,
-                 session_ttl_max: int = SESSION_TTL_RANGE[1]) -> None:
+                 session_ttl_max: int = SESSION_TTL_RANGE[1], bots: Bots | None = None,
+                 bot_moves_per_call: int = 50) -> None:
         self.signer = signer
+        self.bots = bots or Bots(BotLimits())
+        # Bot seats' moves made within one call at most (a table of bots alone would
+        # otherwise play a whole game inside one request); the next call goes on.
+        self.bot_moves_per_call = bot_moves_per_call
         self.store = store
         self.service_key_hash = _hash(service_key) if service_key else None
         self.session_ttl = session_ttl
@@ -145,13 +81,16 @@ class Application:
         self.admission = Admission(limits or Limits(), tuple(_hash(key) for key in api_keys), self.service_key_hash)
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> Application:
-        """The application for ``settings``: signer, session store, keys and limits."""
+    def from_settings(cls, settings: Settings, think: Think[Any] = think_here) -> Application:
+        """The application for ``settings``: signer, session store, keys and limits.
+        ``think`` runs the bots' CPU-bound work (see :class:`service.bots.Bots`)."""
         limits = Limits(settings.creates_per_minute, settings.creates_burst, settings.actions_per_second,
                         settings.actions_burst)
         api_keys = tuple(k.strip() for k in (settings.api_keys or "").split(",") if k.strip())
+        bots = Bots(BotLimits(settings.bot_max_simulations, settings.bot_max_budget_ms), think)
         return cls(StateSigner(settings.state_secret), settings.session_store(), settings.service_key,
-                   settings.session_ttl, api_keys, limits, settings.session_ttl_max)
+                   settings.session_ttl, api_keys, limits, settings.session_ttl_max, bots,
+                   settings.bot_moves_per_call)
 
     def ready(self) -> bool:
         """Whether every part answers: the session store, when sessions are on."""
@@ -188,6 +127,11 @@ class Application:
         view: engine.ViewDoc = _engine(engine.view_doc, state, player)
         return view
 
+    def suggest(self, state: GameState, player: str, bot: Any) -> Suggestion:
+        """The action a bot would take for ``player``, from that player's view only."""
+        settings = self.bots.settings(bot)
+        return self.bots.choose(self.view(state, player), settings)
+
     # --- sessions ----------------------------------------------------------------------
 
     def _sessions(self) -> SessionStore:
@@ -206,17 +150,65 @@ class Application:
         store = self._sessions()
         caller = caller or Caller("unknown")
         self.admission.check_creation(store, caller.address, _hash(caller.api_key) if caller.api_key else None)
-        state, events = _engine(engine.new_game, rules, players, seed=seed, deck=deck)
-        tokens = {p.id: secrets.token_urlsafe(32) for p in state.players}
+        ids, bots = self._seats(players)
+        state, events = _engine(engine.new_game, rules, ids, seed=seed, deck=deck)
+        tokens = {p.id: secrets.token_urlsafe(32) for p in state.players if p.id not in bots}
         seats = _json.encode({pid: _hash(token) for pid, token in tokens.items()})
         ttl = ttl or self.session_ttl
         for _ in range(3):
             session_id = secrets.token_urlsafe(16)
-            if store.create(session_id, engine.dumps_state(state), seats, _json.encode(events), ttl):
+            if store.create(session_id, engine.dumps_state(state), seats, _json.encode(events), ttl,
+                            _encode_bots(bots)):
                 log.info("session created", extra={"session_id": session_id, "version": FIRST_VERSION})
-                return SessionCreated(session_id, FIRST_VERSION, tokens, engine.view_doc(state, None),
-                                      engine.redact_events(events, None))
+                shown = [{**e, "version": FIRST_VERSION} for e in engine.redact_events(events, None)]
+                version, state, moved = self._bots_play(session_id, FIRST_VERSION, state, bots, ttl)
+                return SessionCreated(session_id, version, tokens, engine.view_doc(state, None),
+                                      shown + engine.redact_events(moved, None))
         raise ServiceError("internal_error", "could not allocate a session id")
+
+    def _seats(self, players: Any) -> tuple[Any, dict[str, BotSettings]]:
+        """Player ids from a session's ``players`` (ids, or ``{"id", "bot"}`` for a seat
+        a bot plays), and the bot seats' settings. At least one seat is a person's."""
+        if not isinstance(players, list):
+            return players, {}  # the engine names what is wrong with it
+        ids: list[Any] = []
+        bots: dict[str, BotSettings] = {}
+        for i, entry in enumerate(players):
+            if isinstance(entry, dict):
+                if set(entry) != {"id", "bot"} or not isinstance(entry["id"], str):
+                    raise ServiceError("invalid_request", 'a bot seat is {"id": <player id>, "bot": <bot>}',
+                                       field=f"players[{i}]")
+                bots[entry["id"]] = self.bots.settings(entry["bot"], f"players[{i}].bot")
+                entry = entry["id"]
+            ids.append(entry)
+        if bots and len(bots) >= len(ids):
+            raise ServiceError("invalid_request", "a session needs at least one seat played by a person",
+                               field="players")
+        return ids, bots
+
+    def _bots_play(self, session_id: str, version: int, state: GameState, bots: dict[str, BotSettings],
+                   ttl: int) -> tuple[int, GameState, list[Event]]:
+        """Let bot seats move while one has an action (at most ``bot_moves_per_call``
+        moves), each committed as a version of its own with the same compare-and-set as a
+        person's action. Stops when a person is to act, the game is over, or another
+        caller moved the session on (that caller's call goes on with the bots). Returns
+        the last version, its state and the bots' events (full, each with its version)."""
+        moved: list[Event] = []
+        for _ in range(self.bot_moves_per_call if bots else 0):
+            actor = next((p for p in players_to_act(state) if p in bots), None)
+            if actor is None:
+                break
+            action = self.bots.move(engine.view_doc(state, actor), bots[actor], version)
+            next_state, events = _apply_counted("bot", state, action)
+            try:
+                self._sessions().commit(session_id, version, engine.dumps_state(next_state), _json.encode(events), ttl)
+            except Conflict:
+                break
+            version, state = version + 1, next_state
+            moved.extend({**e, "version": version} for e in events)
+            log.info("bot moved", extra={"session_id": session_id, "version": version, "player": actor,
+                                         "action": action.type})
+        return version, state, moved
 
     def authenticate(self, seats: bytes, token: str | None) -> str | None:
         """The player a seat token belongs to; None for the service key; else 401."""
@@ -233,7 +225,7 @@ class Application:
             raise ServiceError("unauthorized", "the token is no seat token of this session")
         return found
 
-    def _load(self, session_id: str, idempotency_key: str | None = None) -> Any:
+    def _load(self, session_id: str, idempotency_key: str | None = None) -> Stored:
         if not is_session_id(session_id):
             raise ServiceError("not_found", "no such session (a session id is 1 to 64 letters, digits, '_' or '-')")
         stored = self._sessions().read(session_id, idempotency_key)
@@ -245,8 +237,59 @@ class Application:
         """What the token may read of the session (see :class:`SessionRead`)."""
         stored, viewer = self._read_as(session_id, token)
         state = engine.loads_state(stored.state)
-        return SessionRead(session_id, stored.version, engine.view_doc(state, viewer),
-                           state if viewer is None else None)
+        # A bot whose move a failed call left unmade makes it now.
+        version, state, _ = self._bots_play(session_id, stored.version, state, decode_bots(stored.bots), stored.ttl)
+        return SessionRead(session_id, version, engine.view_doc(state, viewer), state if viewer is None else None)
+
+    def suggest_for_seat(self, session_id: str, token: str | None, bot: Any, player: str | None = None) -> Suggestion:
+        """A hint for the caller's seat (the service key names ``player``): the action a
+        bot would take, from that seat's view."""
+        settings = self.bots.settings(bot)
+        stored, caller = self._read_as(session_id, token)
+        if caller is not None and player not in (None, caller):
+            raise ServiceError("forbidden", f"this seat token belongs to {caller!r}", player=caller)
+        seat = caller or player
+        if seat is None:
+            raise ServiceError("invalid_request", "with the service key, name the seat", field="player")
+        view = _engine(engine.view_doc, engine.loads_state(stored.state), seat)
+        return self.bots.choose(view, settings)
+
+    def set_seat_bot(self, session_id: str, token: str | None, player: str, bot: Any) -> int:
+        """Hand ``player``'s seat to a bot (``bot`` None: back to its person), by that
+        seat's token or the service key, as a version of its own (event
+        ``seat_changed``); the bot moves at once when the seat has an action. Returns
+        the hand-over's version (the session's, unchanged, when there was nothing to do)."""
+        settings = None if bot is None else self.bots.settings(bot)
+        for _attempt in range(5):
+            stored = self._load(session_id)
+            caller = self.authenticate(stored.seats, token)
+            if caller is not None and caller != player:
+                raise ServiceError("forbidden", f"this seat token belongs to {caller!r}, not to {player!r}",
+                                   player=caller)
+            state = engine.loads_state(stored.state)
+            if state.seat(player) is None:
+                raise ServiceError("invalid_request", f"{player!r} does not play in this session", field="player")
+            bots = decode_bots(stored.bots)
+            if settings is None:
+                if player not in bots:
+                    return stored.version  # the person has the seat already
+                if player not in _decode_seats.decode(stored.seats):
+                    raise ServiceError("invalid_request", f"{player!r} was made a bot seat: no person holds it",
+                                       field="player")
+                del bots[player]
+            else:
+                bots[player] = settings
+            event: Event = {"type": "seat_changed", "player": player, **({"bot": settings.kind} if settings else {})}
+            try:
+                self._sessions().commit(session_id, stored.version, stored.state, _json.encode([event]), stored.ttl,
+                                        bots=_encode_bots(bots))
+            except Conflict:
+                continue
+            version = stored.version + 1
+            log.info("seat changed", extra={"session_id": session_id, "version": version, "player": player})
+            self._bots_play(session_id, version, state, bots, stored.ttl)
+            return version
+        raise ServiceError("version_conflict", "the session kept changing; try again")
 
     def act(self, session_id: str, token: str | None, action: Any, expected_version: int | None = None,
             idempotency_key: str | None = None, key_field: str = "idempotency_key") -> SessionAnswer:
@@ -282,10 +325,9 @@ class Application:
             next_state, events = _apply_counted("session", state, parsed)
             version = stored.version + 1
             answer = SessionAnswer(session_id, version, parsed.player,
-                                   engine.redact_events(events, parsed.player),
+                                   [{**e, "version": version} for e in engine.redact_events(events, parsed.player)],
                                    engine.view_doc(next_state, parsed.player))
-            record = _json.encode({"fingerprint": fingerprint, "version": version,
-                                   "events": answer.events, "view": answer.view}) if idempotency_key else b""
+            record = _record(fingerprint, answer) if idempotency_key else b""
             try:
                 store.commit(session_id, stored.version, engine.dumps_state(next_state), _json.encode(events),
                              stored.ttl, scoped_key, record)
@@ -296,8 +338,24 @@ class Application:
                 continue  # the caller did not pin a version: judge the action again on the new state
             log.info("action applied", extra={"session_id": session_id, "version": version,
                                               "player": parsed.player, "action": parsed.type})
-            return answer
+            return self._after_action(session_id, answer, next_state, stored, scoped_key, fingerprint)
         raise ServiceError("version_conflict", "the session kept changing; try again")
+
+    def _after_action(self, session_id: str, answer: SessionAnswer, state: GameState, stored: Stored,
+                      scoped_key: str | None, fingerprint: str) -> SessionAnswer:
+        """The bot seats' moves that follow an action, before it is answered: the answer
+        then ends at the last of them (its version, its events, the actor's view), and
+        its idempotency record is brought up to date."""
+        version, state, moved = self._bots_play(session_id, answer.version, state, decode_bots(stored.bots),
+                                                stored.ttl)
+        if not moved:
+            return answer
+        answer = SessionAnswer(session_id, version, answer.player,
+                               answer.events + engine.redact_events(moved, answer.player),
+                               engine.view_doc(state, answer.player))
+        if scoped_key:
+            self._sessions().record(session_id, scoped_key, _record(fingerprint, answer))
+        return answer
 
     def _replay(self, session_id: str, recorded: bytes, fingerprint: str) -> SessionAnswer:
         record = _decode_answer.decode(recorded)
@@ -325,7 +383,7 @@ class Application:
         _check_after(after, after_field)
         return self._read_as(session_id, token)[1]
 
-    def _read_as(self, session_id: str, token: str | None) -> tuple[Any, str | None]:
+    def _read_as(self, session_id: str, token: str | None) -> tuple[Stored, str | None]:
         """The stored session and who reads it (the token's player, None for the service
         key); a read renews the session's time to live."""
         stored = self._load(session_id)
@@ -370,6 +428,16 @@ def _apply_counted(mode: str, state: GameState, action: Any) -> tuple[GameState,
     if next_state.status == "over":
         metrics.GAMES_FINISHED.labels(next_state.rules.edition).inc()
     return next_state, events
+
+
+def _record(fingerprint: str, answer: SessionAnswer) -> bytes:
+    """An action's idempotency record: its answer, and what the action was."""
+    return _json.encode({"fingerprint": fingerprint, "version": answer.version, "events": answer.events,
+                         "view": answer.view})
+
+
+def _encode_bots(bots: dict[str, BotSettings]) -> bytes:
+    return _json.encode({pid: bot_to_dict(settings) for pid, settings in bots.items()})
 
 
 def _check_after(after: int, field: str) -> None:

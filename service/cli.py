@@ -68,7 +68,8 @@ def run_gunicorn(settings: Settings) -> None:
             from .application import Application
             from .http_api import create_app
 
-            return create_app(settings, Application.from_settings(settings), warn_unsigned=False)
+            application = Application.from_settings(settings, think=http_server.think)
+            return create_app(settings, application, warn_unsigned=False)
 
     if not settings.state_secret:
         warn_unsigned_states()

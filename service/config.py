@@ -52,6 +52,9 @@ class Settings:
     actions_per_second: float = 10
     actions_burst: int = 20
     max_body_bytes: int = 256 * 1024
+    bot_max_simulations: int = 2_000
+    bot_max_budget_ms: int = 1_000
+    bot_moves_per_call: int = 50
     log_level: str = "info"
 
     ENV: ClassVar[dict[str, str]] = {
@@ -73,6 +76,8 @@ class Settings:
         "creates_burst": "ONO99_CREATES_BURST", "actions_per_second": "ONO99_ACTIONS_PER_SECOND",
         "actions_burst": "ONO99_ACTIONS_BURST",
         "max_body_bytes": "ONO99_MAX_BODY_BYTES", "log_level": "ONO99_LOG_LEVEL",
+        "bot_max_simulations": "ONO99_BOT_MAX_SIMULATIONS", "bot_max_budget_ms": "ONO99_BOT_MAX_BUDGET_MS",
+        "bot_moves_per_call": "ONO99_BOT_MOVES_PER_CALL",
     }
 
     @property

@@ -27,8 +27,9 @@ Limits (``Settings``):
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from gunicorn.workers.base_async import AsyncWorker
 from gunicorn.workers.ggevent import GeventWorker
@@ -36,6 +37,19 @@ from gunicorn.workers.ggevent import GeventWorker
 from .config import Settings
 
 WORKER_CLASS = "service.http_server.Worker"
+T = TypeVar("T")
+
+
+def think(work: Callable[[], T]) -> T:
+    """Run a bot's CPU-bound work on a thread of gevent's pool when gevent runs this
+    process (a gevent worker), so that the worker's other greenlets (requests, slow
+    clients) keep being served while it thinks, instead of waiting for its whole
+    budget; elsewhere (a test client, another WSGI server) in the calling thread."""
+    from gevent import get_hub, monkey
+
+    if not monkey.is_module_patched("threading"):
+        return work()
+    return get_hub().threadpool.apply(work)  # type: ignore[no-any-return]
 
 
 class Worker(GeventWorker):  # type: ignore[misc]

@@ -3,7 +3,8 @@
 Keys of session ``S`` (the hash tag keeps them in one Redis Cluster slot):
 
 - ``ono99:{S}:game``   hash: ``version``, ``state`` (JSON), ``seats`` (JSON of player id
-  to SHA-256 of the seat token), ``ttl`` (seconds)
+  to SHA-256 of the seat token; a seat made for a bot has none), ``bots`` (JSON of
+  player id to the settings of the bot playing that seat), ``ttl`` (seconds)
 - ``ono99:{S}:events`` list: element ``v - 1`` holds the events (JSON) of version ``v``
 - ``ono99:{S}:idem``   hash: Idempotency-Key → recorded answer
 - channel ``ono99:{S}:live``: the new version number, published on every commit
@@ -30,7 +31,7 @@ from .errors import ServiceError
 log = logging.getLogger("ono99.store")
 
 # KEYS: game, events, idem. ARGV: expected version, state, events JSON, ttl ms,
-# idempotency key ('' for none), recorded answer, live channel.
+# idempotency key ('' for none), recorded answer, live channel, bots JSON ('' to keep).
 _COMMIT = """
 local version = redis.call('HGET', KEYS[1], 'version')
 if not version then return {-1, 0} end
@@ -38,6 +39,7 @@ version = tonumber(version)
 if version ~= tonumber(ARGV[1]) then return {0, version} end
 version = version + 1
 redis.call('HSET', KEYS[1], 'version', version, 'state', ARGV[2])
+if ARGV[8] ~= '' then redis.call('HSET', KEYS[1], 'bots', ARGV[8]) end
 redis.call('RPUSH', KEYS[2], ARGV[3])
 if ARGV[5] ~= '' then redis.call('HSET', KEYS[3], ARGV[5], ARGV[6]) end
 for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], ARGV[4]) end
@@ -47,10 +49,12 @@ return {1, version}
 
 FIRST_VERSION = 1  # a new session's version; each action adds one
 
-# KEYS: game, events. ARGV: state, seats, events JSON, ttl s, first version. Creates only if absent.
+# KEYS: game, events. ARGV: state, seats, events JSON, ttl s, first version, bots JSON.
+# Creates only if absent.
 _CREATE = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-redis.call('HSET', KEYS[1], 'version', ARGV[5], 'state', ARGV[1], 'seats', ARGV[2], 'ttl', ARGV[4])
+redis.call('HSET', KEYS[1], 'version', ARGV[5], 'state', ARGV[1], 'seats', ARGV[2], 'ttl', ARGV[4],
+           'bots', ARGV[6])
 redis.call('RPUSH', KEYS[2], ARGV[3])
 redis.call('EXPIRE', KEYS[1], ARGV[4])
 redis.call('EXPIRE', KEYS[2], ARGV[4])
@@ -94,6 +98,7 @@ class Stored:
     seats: bytes
     ttl: int
     idempotent: bytes | None
+    bots: bytes = b"{}"
 
 
 class Conflict(Exception):
@@ -252,10 +257,11 @@ class SessionStore:
         except (redis.ConnectionError, redis.TimeoutError, redis.ResponseError):
             return False
 
-    def create(self, session_id: str, state: bytes, seats: bytes, events: bytes, ttl: int) -> bool:
+    def create(self, session_id: str, state: bytes, seats: bytes, events: bytes, ttl: int,
+               bots: bytes = b"{}") -> bool:
         """Store a new session at FIRST_VERSION; False if the id is taken."""
         return bool(self._call("create", lambda: self._durable(lambda client: self._create(
-            keys=keys(session_id)[:2], args=[state, seats, events, ttl, FIRST_VERSION], client=client))))
+            keys=keys(session_id)[:2], args=[state, seats, events, ttl, FIRST_VERSION, bots], client=client))))
 
     def read(self, session_id: str, idempotency_key: str | None = None) -> Stored | None:
         """The session (None if unknown or expired), sliding its time to live."""
@@ -264,16 +270,16 @@ class SessionStore:
         def work() -> list[Any]:
             if idempotency_key:
                 pipe = self.client.pipeline(transaction=False)
-                pipe.hmget(game, "version", "state", "seats", "ttl")
+                pipe.hmget(game, "version", "state", "seats", "ttl", "bots")
                 pipe.hget(idem, idempotency_key)
                 return list(pipe.execute())
-            return [self.client.hmget(game, "version", "state", "seats", "ttl")]  # one command needs no pipeline
+            return [self.client.hmget(game, "version", "state", "seats", "ttl", "bots")]  # one command: no pipeline
 
         replies = self._call("read", work)
-        version, state, seats, ttl = replies[0]
+        version, state, seats, ttl, bots = replies[0]
         if version is None:
             return None
-        return Stored(int(version), state, seats, int(ttl), replies[1] if idempotency_key else None)
+        return Stored(int(version), state, seats, int(ttl), replies[1] if idempotency_key else None, bots or b"{}")
 
     def touch(self, session_id: str, ttl: int) -> None:
         """Slide the session's time to live (reads count as activity)."""
@@ -286,16 +292,24 @@ class SessionStore:
         self._call("touch", work)
 
     def commit(self, session_id: str, expected: int, state: bytes, events: bytes, ttl: int,
-               idempotency_key: str | None = None, answer: bytes = b"") -> int:
-        """Atomically store version ``expected + 1``; raise Conflict if the session moved on."""
+               idempotency_key: str | None = None, answer: bytes = b"", bots: bytes = b"") -> int:
+        """Atomically store version ``expected + 1`` (and new ``bots``, unless empty);
+        raise Conflict if the session moved on."""
         status, version = self._call("commit", lambda: self._durable(lambda client: self._commit(
             keys=keys(session_id), client=client,
-            args=[expected, state, events, ttl * 1000, idempotency_key or "", answer, live_channel(session_id)])))
+            args=[expected, state, events, ttl * 1000, idempotency_key or "", answer, live_channel(session_id),
+                  bots])))
         if status == -1:
             raise ServiceError("not_found", "the session ended while the action was applied")
         if status == 0:
             raise Conflict(int(version))
         return int(version)
+
+    def record(self, session_id: str, idempotency_key: str, answer: bytes) -> None:
+        """Replace the recorded answer of an idempotency key (the session's bots moved on
+        after the action it answers)."""
+        idem = keys(session_id)[2]  # its time to live was set by the action's commit
+        self._call("record", lambda: self._durable(lambda client: client.hset(idem, idempotency_key, answer)))
 
     def events(self, session_id: str, after: int, limit: int) -> list[bytes] | None:
         """The event batches of versions after ``after``, at most ``limit`` of them (None

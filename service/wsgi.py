@@ -4,7 +4,8 @@ from . import logs
 from .application import Application
 from .config import Settings
 from .http_api import create_app
+from .http_server import think
 
 settings = Settings.from_env()
 logs.setup(settings.log_level)
-app = create_app(settings, Application.from_settings(settings))
+app = create_app(settings, Application.from_settings(settings, think=think))

@@ -23,8 +23,8 @@ import msgspec
 from msgspec import Meta, Struct
 
 from ..errors import IllegalActionError, InvalidInputError, convert
-from ..shuffle import random_seed
 from ..game import legal_actions
+from ..shuffle import random_seed
 from ..state import DRAW, PLAYING, Action, GameState
 from ..view import ViewDoc
 from .heuristic import heuristic_action
@@ -46,7 +46,7 @@ class BotSettings(Struct, frozen=True, forbid_unknown_fields=True, omit_defaults
     simulations: Annotated[int, Meta(ge=1, le=MAX_SIMULATIONS)] | None = None
     budget_ms: Annotated[int, Meta(ge=1, le=MAX_BUDGET_MS)] | None = None
     seed: Annotated[int, Meta(ge=-SEED_BOUND, le=SEED_BOUND)] | None = None
-    uct_c: Annotated[float, Meta(ge=0, le=10)] = 0.7
+    uct_c: Annotated[float, Meta(ge=0, le=10)] = 1.0
     rollout: Literal["random", "heuristic"] = "heuristic"
 
 

@@ -9,7 +9,16 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from engine import CARD_CODES, GameState, InvalidInputError, Player, Rules, resolve_rules, rules_to_dict
+from engine import (
+    CARD_CODES,
+    GameState,
+    InvalidInputError,
+    Player,
+    Rules,
+    parse_action,
+    resolve_rules,
+    rules_to_dict,
+)
 
 from .gen import ono99_pb2 as pb
 
@@ -128,6 +137,33 @@ def add_events(field: Any, events: list[dict[str, Any]]) -> None:
     add = field.add
     for event in events:
         add(**_event_fields(event))
+
+
+# --- bots ------------------------------------------------------------------------------------
+
+_BOT_FIELDS = ("simulations", "budget_ms", "seed", "uct_c", "rollout")
+
+
+def bot_doc(msg: pb.Bot) -> dict[str, Any]:
+    """A bot's JSON object from a Bot message (its unset fields left out)."""
+    doc: dict[str, Any] = {"kind": msg.kind}
+    for name in _BOT_FIELDS:
+        if msg.HasField(name):
+            doc[name] = getattr(msg, name)
+    return doc
+
+
+def bot_message(doc: dict[str, Any]) -> pb.Bot:
+    """A Bot message from a bot's JSON object."""
+    return pb.Bot(**doc)
+
+
+def suggestion_message(found: Any) -> pb.SuggestResponse:
+    """The answer of a Suggest call from an engine Suggestion."""
+    from engine.bots import bot_to_dict
+
+    return pb.SuggestResponse(action=action_message(found.action), bot=bot_message(bot_to_dict(found.bot)),
+                              stats={k: float(v) for k, v in found.stats.items()})
 
 
 # --- states and views ------------------------------------------------------------------------
@@ -275,7 +311,8 @@ def view_message(view: dict[str, Any]) -> pb.View:
         draw_pile_count=view["draw_pile_count"], discard_pile=card_enums(view["discard_pile"]),
         total=view["total"], direction=view["direction"], round=view["round"],
         status=_GAME_ENUM[view["status"]], winners=view["winners"], round_starter=view["round_starter"],
-        owed_draws=view["owed_draws"], turn=pb.Turn(**view["turn"]))
+        owed_draws=view["owed_draws"], turn=pb.Turn(**view["turn"]),
+        legal_actions=[action_message(parse_action(a)) for a in view["legal_actions"]])
     if view["viewer"] is not None:
         msg.viewer = view["viewer"]
     if view["current"] is not None:

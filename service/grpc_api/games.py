@@ -1,15 +1,17 @@
-"""GameService: stateless engine calls, on the event loop."""
+"""GameService: stateless engine calls, on the event loop (bots on the thread pool)."""
 
 from __future__ import annotations
 
 from typing import Any
+
+import grpc
 
 import engine
 
 from .. import metrics
 from ..application import Application
 from . import convert
-from .calls import on_the_loop, seed_of, view_message
+from .calls import Calls, abort, on_the_loop, seed_of, view_message
 from .gen import ono99_pb2 as pb
 from .gen import ono99_pb2_grpc as pb_grpc
 from .recent import RecentStates
@@ -21,8 +23,9 @@ _DECODED = metrics.GRPC_STATES.labels("decoded")
 class GameServicer(pb_grpc.GameServiceServicer):
     """Stateless engine calls, on the event loop."""
 
-    def __init__(self, app: Application, recent: RecentStates | None = None) -> None:
+    def __init__(self, app: Application, calls: Calls, recent: RecentStates | None = None) -> None:
         self.app = app
+        self.calls = calls  # for bots: their work is too long for the event loop
         self.recent = recent or RecentStates(0)
 
     def _state(self, signed: pb.SignedState) -> engine.GameState:
@@ -78,3 +81,13 @@ class GameServicer(pb_grpc.GameServiceServicer):
     def View(self, request: pb.ViewRequest) -> pb.ViewResponse:
         player = request.player if request.HasField("player") else None
         return pb.ViewResponse(view=view_message(self.app.view(self._state(request.state), player)))
+
+    async def Suggest(self, request: pb.SuggestRequest, context: grpc.aio.ServicerContext) -> pb.SuggestResponse:
+        """A bot's choice for one seat, from that seat's view: the state is read on the
+        loop, the bot thinks on the thread pool."""
+        try:
+            state, bot = self._state(request.state), convert.bot_doc(request.bot)
+        except Exception as error:
+            await abort(context, error)
+        return await self.calls.answer(context, lambda: convert.suggestion_message(
+            self.app.suggest(state, request.player, bot)))

@@ -74,7 +74,7 @@ class GrpcServer:
                      *KEEPALIVE_OPTIONS])
         services = GenericHandlersOnly(server)
         pb_grpc.add_GameServiceServicer_to_server(
-            GameServicer(self.app, RecentStates(self.settings.grpc_state_cache_bytes)), services)  # type: ignore[no-untyped-call]
+            GameServicer(self.app, self.calls, RecentStates(self.settings.grpc_state_cache_bytes)), services)  # type: ignore[no-untyped-call]
         live = None
         if self.store is not None:
             live = LiveVersions(connect_live(self.settings))

@@ -70,8 +70,10 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
 
         def work() -> pb.CreateSessionResponse:
             game = request.game
+            players = [{"id": p, "bot": convert.bot_doc(request.bots[p])} if p in request.bots else p
+                       for p in game.players]
             made = self.app.create_session(
-                convert.rules_doc(game.rules), list(game.players), seed=seed_of(game),
+                convert.rules_doc(game.rules), players, seed=seed_of(game),
                 deck=convert.cards(game.deck, "deck") if game.deck else None, ttl=request.ttl_seconds or None,
                 caller=caller)
             response = pb.CreateSessionResponse(session_id=made.session_id, version=made.version, seats=made.seats,
@@ -144,6 +146,22 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
                         await asyncio.wait_for(changed.wait(), self.recheck)
         finally:
             self.streams.give_back(peer)
+
+    async def Suggest(self, request: pb.SessionSuggestRequest,
+                      context: grpc.aio.ServicerContext) -> pb.SuggestResponse:
+        def work() -> pb.SuggestResponse:
+            found = self.app.suggest_for_seat(request.session_id, SEAT_TOKEN.get(), convert.bot_doc(request.bot),
+                                              request.player or None)
+            return convert.suggestion_message(found)
+        return await self.calls.answer(context, work)
+
+    async def SetSeatBot(self, request: pb.SetSeatBotRequest,
+                         context: grpc.aio.ServicerContext) -> pb.SetSeatBotResponse:
+        def work() -> pb.SetSeatBotResponse:
+            bot = convert.bot_doc(request.bot) if request.HasField("bot") else None
+            return pb.SetSeatBotResponse(version=self.app.set_seat_bot(
+                request.session_id, SEAT_TOKEN.get(), request.player, bot))
+        return await self.calls.answer(context, work)
 
     async def DeleteSession(self, request: pb.DeleteSessionRequest,
                       context: grpc.aio.ServicerContext) -> pb.DeleteSessionResponse:

@@ -10,8 +10,10 @@ from flask.views import MethodView
 from flask_smorest import Blueprint
 
 from engine import describe_options, format_action
+from engine.bots import Suggestion, bot_to_dict
 
-from ..application import Application, Outcome
+from ..answers import Outcome
+from ..application import Application
 from .parser import Parser
 from .problems import document_errors
 from .schemas import (
@@ -21,6 +23,8 @@ from .schemas import (
     NewGameSchema,
     RulesInfoSchema,
     SignedStateSchema,
+    SuggestionSchema,
+    SuggestSchema,
     ViewRequestSchema,
     ViewSchema,
 )
@@ -97,6 +101,24 @@ class View(MethodView):
     def post(self, body: dict[str, Any]) -> Response:
         """What one player (or, without ``player``, a spectator) may see of a state."""
         return json_response({"view": app_layer().view(caller_state(body), body["player"])})
+
+
+@blp.route("/games/suggest")
+class Suggest(MethodView):
+    @blp.arguments(SuggestSchema())
+    @blp.response(200, SuggestionSchema)
+    @document_errors(blp, 413, 422)
+    def post(self, body: dict[str, Any]) -> Response:
+        """The action a bot would take for ``player``: it is handed that player's view
+        only, never the state. With ``simulations`` and ``seed`` the answer is always the
+        same; 422 (R-TURN-1) when the player has nothing to do now."""
+        found = app_layer().suggest(caller_state(body), body["player"], body["bot"])
+        return json_response(suggestion_body(found))
+
+
+def suggestion_body(found: Suggestion) -> dict[str, Any]:
+    """Response body of a bot's suggestion."""
+    return {"action": format_action(found.action), "bot": bot_to_dict(found.bot), "stats": found.stats}
 
 
 @blp.route("/rules")

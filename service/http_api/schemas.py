@@ -16,6 +16,7 @@ from marshmallow import fields, validate
 
 import engine
 from engine.actions import ActionDoc
+from engine.bots import BotSettings
 from engine.bounds import MAX_DECK_SIZE, MAX_PLAYERS, MIN_PLAYERS
 from engine.cards import CARD_CODES
 from engine.codec import StateDoc
@@ -25,7 +26,8 @@ from engine.view import ViewDoc
 
 from ..application import EVENTS_AFTER_RANGE, SESSION_TTL_RANGE
 
-PLAYER_ID = validate.Regexp(r"^[A-Za-z0-9_-]{1,64}$", error="a player id is 1 to 64 letters, digits, '_' or '-'")
+PLAYER_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
+PLAYER_ID = validate.Regexp(PLAYER_ID_PATTERN, error="a player id is 1 to 64 letters, digits, '_' or '-'")
 
 
 def _ref(name: str) -> dict[str, Any]:
@@ -35,7 +37,7 @@ def _ref(name: str) -> dict[str, Any]:
 def engine_components() -> dict[str, Any]:
     """OpenAPI component schemas of the engine's documents, generated from the codec."""
     _, components = msgspec.json.schema_components(
-        [StateDoc, ViewDoc, ActionDoc], ref_template="#/components/schemas/{name}")
+        [StateDoc, ViewDoc, ActionDoc, BotSettings], ref_template="#/components/schemas/{name}")
     components["Rules"] = rules_json_schema()
     return components
 
@@ -114,8 +116,38 @@ class NewGameSchema(Strict):
                        metadata={"description": "explicit deck order, top card first (R-RNG-2)"})
 
 
+class SeatField(fields.Field):  # type: ignore[type-arg]
+    """A session seat: a player id, or ``{"id", "bot"}`` for a seat a bot plays (checked
+    by the application layer)."""
+
+    def __init__(self) -> None:
+        super().__init__(metadata={"oneOf": [
+            {"type": "string", "pattern": PLAYER_ID_PATTERN},
+            {"type": "object", "required": ["id", "bot"], "additionalProperties": False,
+             "properties": {"id": {"type": "string", "pattern": PLAYER_ID_PATTERN}, **_bot_property()}}]})
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> Any:
+        if not isinstance(value, (str, dict)):
+            raise ma.ValidationError("a player id, or an object {id, bot}")
+        return value
+
+
+def _bot_property() -> dict[str, Any]:
+    return {"bot": _ref("BotSettings")}
+
+
+def BotField(**kwargs: Any) -> fields.Dict:
+    """A bot's settings, as sent: the application layer checks them against the
+    service's bounds (``invalid_request`` naming the field)."""
+    return fields.Dict(metadata={**_ref("BotSettings"), "description": "the bot and how it plays"}, **kwargs)
+
+
 class NewSessionSchema(NewGameSchema):
     """Body of POST /v1/sessions."""
+
+    players = fields.List(SeatField(), required=True, validate=validate.Length(MIN_PLAYERS, MAX_PLAYERS),
+                          metadata={"description": "seats in order (clockwise): a player id, or "
+                                                   "{id, bot} for a seat a bot plays"})
 
     ttl_seconds = fields.Integer(strict=True, load_default=None, validate=validate.Range(*SESSION_TTL_RANGE),
                                  metadata={"description": "idle time before the session expires"})
@@ -133,6 +165,44 @@ class ApplySchema(SignedStateSchema):
     """Body of POST /v1/games/apply."""
 
     action = ActionField(required=True)
+
+
+class SuggestSchema(SignedStateSchema):
+    """Body of POST /v1/games/suggest."""
+
+    player = fields.String(required=True, validate=PLAYER_ID,
+                           metadata={"description": "the seat the bot plays: it sees that seat's view only"})
+    bot = BotField(required=True)
+
+
+class SessionSuggestSchema(Strict):
+    """Body of POST /v1/sessions/{id}/suggest."""
+
+    bot = BotField(required=True)
+    player = fields.String(load_default=None, validate=PLAYER_ID,
+                           metadata={"description": "the seat, with the service key only"})
+
+
+class SeatBotSchema(Strict):
+    """Body of PUT /v1/sessions/{id}/seats/{player}/bot."""
+
+    bot = BotField(required=True)
+
+
+class SuggestionSchema(ma.Schema):
+    """Response of the suggest endpoints."""
+
+    action = fields.Dict(required=True, metadata=_ref("ActionDoc"))
+    bot = fields.Dict(required=True, metadata={**_ref("BotSettings"),
+                                               "description": "the settings played with, seed included"})
+    stats = fields.Dict(required=True, metadata={"description": "iterations, elapsed_ms; for ismcts "
+                                                                "visits and win_rate of the chosen action"})
+
+
+class VersionSchema(ma.Schema):
+    """Response of a seat's hand-over."""
+
+    version = fields.Integer(required=True)
 
 
 class ViewRequestSchema(SignedStateSchema):

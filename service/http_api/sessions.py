@@ -13,16 +13,20 @@ import engine
 from ..admission import Caller
 from ..application import MAX_IDEMPOTENCY_KEY, bearer_token
 from ..errors import ServiceError
-from .games import ApiBlueprint, app_layer, json_response
+from .games import ApiBlueprint, app_layer, json_response, suggestion_body
 from .problems import document_errors
 from .schemas import (
     EventsQuerySchema,
     EventsSchema,
     NewSessionSchema,
+    SeatBotSchema,
     SessionActedSchema,
     SessionActionSchema,
     SessionCreatedSchema,
+    SessionSuggestSchema,
     SessionViewSchema,
+    SuggestionSchema,
+    VersionSchema,
 )
 
 blp = ApiBlueprint("sessions", __name__, url_prefix="/v1/sessions",
@@ -125,3 +129,37 @@ class Events(MethodView):
         """The session's events after version ``after``, as the caller may see them: at most
         1,000 versions a call; the next call asks for those after the last one returned."""
         return json_response({"events": app_layer().session_events(session_id, _token(), query["after"])})
+
+
+@blp.route("/<session_id>/suggest")
+class SessionSuggest(MethodView):
+    @blp.arguments(SessionSuggestSchema())
+    @blp.response(200, SuggestionSchema)
+    @blp.doc(security=AUTH)
+    @document_errors(blp, 401, 403, 404, 413, 422, 503)
+    def post(self, body: dict[str, Any], session_id: str) -> Response:
+        """A hint for the caller's seat: the action a bot would take, from that seat's
+        view only (the service key names the seat in ``player``)."""
+        found = app_layer().suggest_for_seat(session_id, _token(), body["bot"], body["player"])
+        return json_response(suggestion_body(found))
+
+
+@blp.route("/<session_id>/seats/<player>/bot")
+class SeatBot(MethodView):
+    @blp.arguments(SeatBotSchema())
+    @blp.response(200, VersionSchema)
+    @blp.doc(security=AUTH)
+    @document_errors(blp, 401, 403, 404, 409, 413, 503)
+    def put(self, body: dict[str, Any], session_id: str, player: str) -> Response:
+        """Hand the seat to a bot (the seat's token or the service key): a version of its
+        own (event ``seat_changed``); the bot moves at once when the seat has an action."""
+        version = app_layer().set_seat_bot(session_id, _token(), player, body["bot"])
+        return json_response({"version": version}, headers={"ETag": f'"v{version}"'})
+
+    @blp.response(200, VersionSchema)
+    @blp.doc(security=AUTH)
+    @document_errors(blp, 401, 403, 404, 409, 503)
+    def delete(self, session_id: str, player: str) -> Response:
+        """Take the seat back from its bot (the seat's token or the service key)."""
+        version = app_layer().set_seat_bot(session_id, _token(), player, None)
+        return json_response({"version": version}, headers={"ETag": f'"v{version}"'})

@@ -222,7 +222,7 @@ class ViewPlayer(_message.Message):
     def __init__(self, id: _Optional[str] = ..., hand_visible: _Optional[bool] = ..., hand: _Optional[_Iterable[_Union[Card, str]]] = ..., hand_count: _Optional[int] = ..., status: _Optional[_Union[PlayerStatus, str]] = ..., tokens: _Optional[int] = ..., score: _Optional[int] = ..., busted: _Optional[bool] = ...) -> None: ...
 
 class View(_message.Message):
-    __slots__ = ("viewer", "rules", "players", "draw_pile_count", "discard_pile", "total", "direction", "current", "play2", "round", "status", "winners", "round_starter", "owed_draws", "turn")
+    __slots__ = ("viewer", "rules", "players", "draw_pile_count", "discard_pile", "total", "direction", "current", "play2", "round", "status", "winners", "round_starter", "owed_draws", "turn", "legal_actions")
     VIEWER_FIELD_NUMBER: _ClassVar[int]
     RULES_FIELD_NUMBER: _ClassVar[int]
     PLAYERS_FIELD_NUMBER: _ClassVar[int]
@@ -238,6 +238,7 @@ class View(_message.Message):
     ROUND_STARTER_FIELD_NUMBER: _ClassVar[int]
     OWED_DRAWS_FIELD_NUMBER: _ClassVar[int]
     TURN_FIELD_NUMBER: _ClassVar[int]
+    LEGAL_ACTIONS_FIELD_NUMBER: _ClassVar[int]
     viewer: str
     rules: Rules
     players: _containers.RepeatedCompositeFieldContainer[ViewPlayer]
@@ -253,10 +254,11 @@ class View(_message.Message):
     round_starter: str
     owed_draws: _containers.RepeatedScalarFieldContainer[str]
     turn: Turn
-    def __init__(self, viewer: _Optional[str] = ..., rules: _Optional[_Union[Rules, _Mapping]] = ..., players: _Optional[_Iterable[_Union[ViewPlayer, _Mapping]]] = ..., draw_pile_count: _Optional[int] = ..., discard_pile: _Optional[_Iterable[_Union[Card, str]]] = ..., total: _Optional[int] = ..., direction: _Optional[int] = ..., current: _Optional[str] = ..., play2: _Optional[_Union[Play2, _Mapping]] = ..., round: _Optional[int] = ..., status: _Optional[_Union[GameStatus, str]] = ..., winners: _Optional[_Iterable[str]] = ..., round_starter: _Optional[str] = ..., owed_draws: _Optional[_Iterable[str]] = ..., turn: _Optional[_Union[Turn, _Mapping]] = ...) -> None: ...
+    legal_actions: _containers.RepeatedCompositeFieldContainer[Action]
+    def __init__(self, viewer: _Optional[str] = ..., rules: _Optional[_Union[Rules, _Mapping]] = ..., players: _Optional[_Iterable[_Union[ViewPlayer, _Mapping]]] = ..., draw_pile_count: _Optional[int] = ..., discard_pile: _Optional[_Iterable[_Union[Card, str]]] = ..., total: _Optional[int] = ..., direction: _Optional[int] = ..., current: _Optional[str] = ..., play2: _Optional[_Union[Play2, _Mapping]] = ..., round: _Optional[int] = ..., status: _Optional[_Union[GameStatus, str]] = ..., winners: _Optional[_Iterable[str]] = ..., round_starter: _Optional[str] = ..., owed_draws: _Optional[_Iterable[str]] = ..., turn: _Optional[_Union[Turn, _Mapping]] = ..., legal_actions: _Optional[_Iterable[_Union[Action, _Mapping]]] = ...) -> None: ...
 
 class Event(_message.Message):
-    __slots__ = ("type", "player", "card", "total", "cards", "direction", "reason", "tokens", "round", "points", "scores", "winners", "version")
+    __slots__ = ("type", "player", "card", "total", "cards", "direction", "reason", "tokens", "round", "points", "scores", "winners", "version", "bot")
     class PointsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -284,6 +286,7 @@ class Event(_message.Message):
     SCORES_FIELD_NUMBER: _ClassVar[int]
     WINNERS_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
+    BOT_FIELD_NUMBER: _ClassVar[int]
     type: str
     player: str
     card: Card
@@ -297,7 +300,8 @@ class Event(_message.Message):
     scores: _containers.ScalarMap[str, int]
     winners: _containers.RepeatedScalarFieldContainer[str]
     version: int
-    def __init__(self, type: _Optional[str] = ..., player: _Optional[str] = ..., card: _Optional[_Union[Card, str]] = ..., total: _Optional[int] = ..., cards: _Optional[int] = ..., direction: _Optional[int] = ..., reason: _Optional[str] = ..., tokens: _Optional[int] = ..., round: _Optional[int] = ..., points: _Optional[_Mapping[str, int]] = ..., scores: _Optional[_Mapping[str, int]] = ..., winners: _Optional[_Iterable[str]] = ..., version: _Optional[int] = ...) -> None: ...
+    bot: str
+    def __init__(self, type: _Optional[str] = ..., player: _Optional[str] = ..., card: _Optional[_Union[Card, str]] = ..., total: _Optional[int] = ..., cards: _Optional[int] = ..., direction: _Optional[int] = ..., reason: _Optional[str] = ..., tokens: _Optional[int] = ..., round: _Optional[int] = ..., points: _Optional[_Mapping[str, int]] = ..., scores: _Optional[_Mapping[str, int]] = ..., winners: _Optional[_Iterable[str]] = ..., version: _Optional[int] = ..., bot: _Optional[str] = ...) -> None: ...
 
 class NewGameRequest(_message.Message):
     __slots__ = ("rules", "players", "seed_int", "seed_text", "deck")
@@ -371,13 +375,65 @@ class ViewResponse(_message.Message):
     view: View
     def __init__(self, view: _Optional[_Union[View, _Mapping]] = ...) -> None: ...
 
+class Bot(_message.Message):
+    __slots__ = ("kind", "simulations", "budget_ms", "seed", "uct_c", "rollout")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    SIMULATIONS_FIELD_NUMBER: _ClassVar[int]
+    BUDGET_MS_FIELD_NUMBER: _ClassVar[int]
+    SEED_FIELD_NUMBER: _ClassVar[int]
+    UCT_C_FIELD_NUMBER: _ClassVar[int]
+    ROLLOUT_FIELD_NUMBER: _ClassVar[int]
+    kind: str
+    simulations: int
+    budget_ms: int
+    seed: int
+    uct_c: float
+    rollout: str
+    def __init__(self, kind: _Optional[str] = ..., simulations: _Optional[int] = ..., budget_ms: _Optional[int] = ..., seed: _Optional[int] = ..., uct_c: _Optional[float] = ..., rollout: _Optional[str] = ...) -> None: ...
+
+class SuggestRequest(_message.Message):
+    __slots__ = ("state", "player", "bot")
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    PLAYER_FIELD_NUMBER: _ClassVar[int]
+    BOT_FIELD_NUMBER: _ClassVar[int]
+    state: SignedState
+    player: str
+    bot: Bot
+    def __init__(self, state: _Optional[_Union[SignedState, _Mapping]] = ..., player: _Optional[str] = ..., bot: _Optional[_Union[Bot, _Mapping]] = ...) -> None: ...
+
+class SuggestResponse(_message.Message):
+    __slots__ = ("action", "bot", "stats")
+    class StatsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: float
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    BOT_FIELD_NUMBER: _ClassVar[int]
+    STATS_FIELD_NUMBER: _ClassVar[int]
+    action: Action
+    bot: Bot
+    stats: _containers.ScalarMap[str, float]
+    def __init__(self, action: _Optional[_Union[Action, _Mapping]] = ..., bot: _Optional[_Union[Bot, _Mapping]] = ..., stats: _Optional[_Mapping[str, float]] = ...) -> None: ...
+
 class CreateSessionRequest(_message.Message):
-    __slots__ = ("game", "ttl_seconds")
+    __slots__ = ("game", "bots", "ttl_seconds")
+    class BotsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: Bot
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[Bot, _Mapping]] = ...) -> None: ...
     GAME_FIELD_NUMBER: _ClassVar[int]
+    BOTS_FIELD_NUMBER: _ClassVar[int]
     TTL_SECONDS_FIELD_NUMBER: _ClassVar[int]
     game: NewGameRequest
+    bots: _containers.MessageMap[str, Bot]
     ttl_seconds: int
-    def __init__(self, game: _Optional[_Union[NewGameRequest, _Mapping]] = ..., ttl_seconds: _Optional[int] = ...) -> None: ...
+    def __init__(self, game: _Optional[_Union[NewGameRequest, _Mapping]] = ..., bots: _Optional[_Mapping[str, Bot]] = ..., ttl_seconds: _Optional[int] = ...) -> None: ...
 
 class CreateSessionResponse(_message.Message):
     __slots__ = ("session_id", "version", "seats", "view", "events")
@@ -463,6 +519,32 @@ class WatchEventsRequest(_message.Message):
     session_id: str
     after_version: int
     def __init__(self, session_id: _Optional[str] = ..., after_version: _Optional[int] = ...) -> None: ...
+
+class SessionSuggestRequest(_message.Message):
+    __slots__ = ("session_id", "bot", "player")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    BOT_FIELD_NUMBER: _ClassVar[int]
+    PLAYER_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    bot: Bot
+    player: str
+    def __init__(self, session_id: _Optional[str] = ..., bot: _Optional[_Union[Bot, _Mapping]] = ..., player: _Optional[str] = ...) -> None: ...
+
+class SetSeatBotRequest(_message.Message):
+    __slots__ = ("session_id", "player", "bot")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    PLAYER_FIELD_NUMBER: _ClassVar[int]
+    BOT_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    player: str
+    bot: Bot
+    def __init__(self, session_id: _Optional[str] = ..., player: _Optional[str] = ..., bot: _Optional[_Union[Bot, _Mapping]] = ...) -> None: ...
+
+class SetSeatBotResponse(_message.Message):
+    __slots__ = ("version",)
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    version: int
+    def __init__(self, version: _Optional[int] = ...) -> None: ...
 
 class DeleteSessionRequest(_message.Message):
     __slots__ = ("session_id",)

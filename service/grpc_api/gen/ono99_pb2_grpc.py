@@ -55,6 +55,11 @@ class GameServiceStub:
                 request_serializer=ono99_dot_v1_dot_ono99__pb2.ViewRequest.SerializeToString,
                 response_deserializer=ono99_dot_v1_dot_ono99__pb2.ViewResponse.FromString,
                 _registered_method=True)
+        self.Suggest = channel.unary_unary(
+                '/ono99.v1.GameService/Suggest',
+                request_serializer=ono99_dot_v1_dot_ono99__pb2.SuggestRequest.SerializeToString,
+                response_deserializer=ono99_dot_v1_dot_ono99__pb2.SuggestResponse.FromString,
+                _registered_method=True)
 
 
 class GameServiceServicer:
@@ -89,6 +94,13 @@ class GameServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Suggest(self, request, context):
+        """The action a bot would take for one seat, from that seat's view only.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_GameServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -111,6 +123,11 @@ def add_GameServiceServicer_to_server(servicer, server):
                     servicer.View,
                     request_deserializer=ono99_dot_v1_dot_ono99__pb2.ViewRequest.FromString,
                     response_serializer=ono99_dot_v1_dot_ono99__pb2.ViewResponse.SerializeToString,
+            ),
+            'Suggest': grpc.unary_unary_rpc_method_handler(
+                    servicer.Suggest,
+                    request_deserializer=ono99_dot_v1_dot_ono99__pb2.SuggestRequest.FromString,
+                    response_serializer=ono99_dot_v1_dot_ono99__pb2.SuggestResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -232,6 +249,33 @@ class GameService:
             metadata,
             _registered_method=True)
 
+    @staticmethod
+    def Suggest(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ono99.v1.GameService/Suggest',
+            ono99_dot_v1_dot_ono99__pb2.SuggestRequest.SerializeToString,
+            ono99_dot_v1_dot_ono99__pb2.SuggestResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
 
 class SessionServiceStub:
     """Games kept by the service in Redis.
@@ -268,6 +312,16 @@ class SessionServiceStub:
                 request_serializer=ono99_dot_v1_dot_ono99__pb2.WatchEventsRequest.SerializeToString,
                 response_deserializer=ono99_dot_v1_dot_ono99__pb2.Event.FromString,
                 _registered_method=True)
+        self.Suggest = channel.unary_unary(
+                '/ono99.v1.SessionService/Suggest',
+                request_serializer=ono99_dot_v1_dot_ono99__pb2.SessionSuggestRequest.SerializeToString,
+                response_deserializer=ono99_dot_v1_dot_ono99__pb2.SuggestResponse.FromString,
+                _registered_method=True)
+        self.SetSeatBot = channel.unary_unary(
+                '/ono99.v1.SessionService/SetSeatBot',
+                request_serializer=ono99_dot_v1_dot_ono99__pb2.SetSeatBotRequest.SerializeToString,
+                response_deserializer=ono99_dot_v1_dot_ono99__pb2.SetSeatBotResponse.FromString,
+                _registered_method=True)
         self.DeleteSession = channel.unary_unary(
                 '/ono99.v1.SessionService/DeleteSession',
                 request_serializer=ono99_dot_v1_dot_ono99__pb2.DeleteSessionRequest.SerializeToString,
@@ -280,7 +334,8 @@ class SessionServiceServicer:
     """
 
     def CreateSession(self, request, context):
-        """Deal a game into a new session; no credentials needed.
+        """Deal a game into a new session; where the service sets API keys, metadata
+        `x-api-key` must hold one of them (or the service key).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -311,6 +366,20 @@ class SessionServiceServicer:
     def WatchEvents(self, request, context):
         """Events as they happen, from any server process, redacted for the caller; starts
         with those after `after_version`. Ends when the session is deleted or expires.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Suggest(self, request, context):
+        """A hint for the caller's seat: the action a bot would take, from the seat's view.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SetSeatBot(self, request, context):
+        """Hand a seat to a bot, or back to its person (the seat's token or the service key).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -350,6 +419,16 @@ def add_SessionServiceServicer_to_server(servicer, server):
                     servicer.WatchEvents,
                     request_deserializer=ono99_dot_v1_dot_ono99__pb2.WatchEventsRequest.FromString,
                     response_serializer=ono99_dot_v1_dot_ono99__pb2.Event.SerializeToString,
+            ),
+            'Suggest': grpc.unary_unary_rpc_method_handler(
+                    servicer.Suggest,
+                    request_deserializer=ono99_dot_v1_dot_ono99__pb2.SessionSuggestRequest.FromString,
+                    response_serializer=ono99_dot_v1_dot_ono99__pb2.SuggestResponse.SerializeToString,
+            ),
+            'SetSeatBot': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetSeatBot,
+                    request_deserializer=ono99_dot_v1_dot_ono99__pb2.SetSeatBotRequest.FromString,
+                    response_serializer=ono99_dot_v1_dot_ono99__pb2.SetSeatBotResponse.SerializeToString,
             ),
             'DeleteSession': grpc.unary_unary_rpc_method_handler(
                     servicer.DeleteSession,
@@ -493,6 +572,60 @@ class SessionService:
             '/ono99.v1.SessionService/WatchEvents',
             ono99_dot_v1_dot_ono99__pb2.WatchEventsRequest.SerializeToString,
             ono99_dot_v1_dot_ono99__pb2.Event.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Suggest(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ono99.v1.SessionService/Suggest',
+            ono99_dot_v1_dot_ono99__pb2.SessionSuggestRequest.SerializeToString,
+            ono99_dot_v1_dot_ono99__pb2.SuggestResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetSeatBot(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ono99.v1.SessionService/SetSeatBot',
+            ono99_dot_v1_dot_ono99__pb2.SetSeatBotRequest.SerializeToString,
+            ono99_dot_v1_dot_ono99__pb2.SetSeatBotResponse.FromString,
             options,
             channel_credentials,
             insecure,

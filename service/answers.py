@@ -1,0 +1,81 @@
+"""What the application layer answers: one typed result per operation."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import engine
+from engine import Event, GameState
+
+from .signing import StateSigner
+
+
+class Outcome:
+    """A state handed back to a stateless caller, with its events; its canonical bytes and
+    signature are made when a transport first asks for them."""
+
+    def __init__(self, state: GameState, events: list[Event], signer: StateSigner) -> None:
+        self.state = state
+        self.events = events
+        self._signer = signer
+        self._json: bytes | None = None
+        self._signature: str | None = None
+
+    @property
+    def state_json(self) -> bytes:
+        """The state's canonical JSON encoding."""
+        if self._json is None:
+            self._json = engine.dumps_state(self.state)
+        return self._json
+
+    @property
+    def signature(self) -> str | None:
+        """The state's signature, None when the service runs unsigned."""
+        if self._signature is None and self._signer.enabled:
+            self._signature = self._signer.sign(self.state_json)
+        return self._signature
+
+
+@dataclass(frozen=True)
+class EventsRead:
+    """One read of a session's event log: the events (each with its ``version``), the
+    last version read, and whether more may follow at once (the read was a full page)."""
+
+    events: list[Event]
+    last: int
+    more: bool
+
+
+@dataclass(frozen=True)
+class SessionCreated:
+    """A new session: its id and first version, each seat's token (shown only here), and
+    the view and events as a spectator sees them (the creator holds no seat yet)."""
+
+    session_id: str
+    version: int
+    seats: dict[str, str]
+    view: engine.ViewDoc
+    events: list[Event]
+
+
+@dataclass(frozen=True)
+class SessionRead:
+    """A session as a caller may read it: a seat's view, or for the service key the
+    spectator's view and the full state."""
+
+    session_id: str
+    version: int
+    view: engine.ViewDoc
+    state: GameState | None
+
+
+@dataclass(frozen=True)
+class SessionAnswer:
+    """What a session action answers: new version, events and view for the actor."""
+
+    session_id: str
+    version: int
+    player: str | None
+    events: list[Event]
+    view: engine.ViewDoc
+    replayed: bool = False

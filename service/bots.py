@@ -1,0 +1,80 @@
+"""Bots in the application layer: their settings bounded by configuration, their work
+run where it does not stall the server, and seeds for the moves of bot seats.
+
+The bots themselves are the engine's (:mod:`engine.bots`); they are handed one seat's
+view, never a state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import msgspec
+
+import engine
+from engine import IllegalActionError, InvalidInputError
+from engine.bots import BotSettings, Suggestion, choose, parse_bot
+
+from .errors import ServiceError, from_engine
+
+T = TypeVar("T")
+Think = Callable[[Callable[[], T]], T]
+
+
+def think_here(work: Callable[[], T]) -> T:
+    """Run bot work in the calling thread (a thread of a pool, or a test)."""
+    return work()
+
+
+@dataclass(frozen=True)
+class BotLimits:
+    """The most an ismcts bot may be asked for: iterations a move, milliseconds a move."""
+
+    max_simulations: int = 2_000
+    max_budget_ms: int = 1_000
+
+
+class Bots:
+    """Bot settings checked against :class:`BotLimits`; bot choices made through
+    ``think``, which runs CPU-bound work off the transport's event loop."""
+
+    def __init__(self, limits: BotLimits, think: Think[Any] = think_here) -> None:
+        self.limits = limits
+        self.think = think
+
+    def settings(self, doc: Any, field: str = "bot") -> BotSettings:
+        """Resolved settings from a caller's bot object; ``invalid_request`` naming the
+        field past the service's bounds."""
+        try:
+            settings = parse_bot(doc, field)
+        except InvalidInputError as exc:
+            raise from_engine(exc) from None
+        limits = self.limits
+        if settings.simulations is not None and settings.simulations > limits.max_simulations:
+            raise ServiceError("invalid_request", f"at most {limits.max_simulations} simulations on this service",
+                               field=f"{field}.simulations")
+        if settings.budget_ms is not None and settings.budget_ms > limits.max_budget_ms:
+            raise ServiceError("invalid_request", f"a budget of at most {limits.max_budget_ms} ms on this service",
+                               field=f"{field}.budget_ms")
+        return settings
+
+    def choose(self, view: engine.ViewDoc, settings: BotSettings) -> Suggestion:
+        """The bot's choice for the view's seat (``illegal_action`` when it has none)."""
+        try:
+            return self.think(lambda: choose(view, settings))  # type: ignore[no-any-return]
+        except (InvalidInputError, IllegalActionError) as exc:
+            raise from_engine(exc) from None
+
+    def move(self, view: engine.ViewDoc, settings: BotSettings, version: int) -> engine.Action:
+        """A bot seat's move at session ``version``: seeded by the seat's seed and the
+        version, so a session replays alike and no two moves share a seed."""
+        seed = (settings.seed or 0) * 1_000_003 + version
+        seeded = msgspec.structs.replace(settings, seed=(seed + 2**63) % 2**64 - 2**63)
+        return self.choose(view, seeded).action
+
+
+def decode_bots(raw: bytes) -> dict[str, BotSettings]:
+    """The bot seats stored with a session: player id to settings."""
+    return msgspec.json.decode(raw, type=dict[str, BotSettings])
