@@ -1,0 +1,157 @@
+"""Bots (engine.bots): every choice legal, chosen from one seat's view only, and
+repeatable with a seed and a number of simulations."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from engine import GameState, IllegalActionError, InvalidInputError, apply, legal_actions, new_game, view_doc
+from engine.bots import DEFAULT_SIMULATIONS, choose, parse_bot, players_to_act
+from engine.bots.heuristic import heuristic_action
+from tests.conftest import puzzle
+from tests.test_random_play import CONFIGS
+
+BOTS = [{"kind": "random"}, {"kind": "heuristic"}, {"kind": "ismcts", "simulations": 12},
+        {"kind": "ismcts", "simulations": 12, "rollout": "random"}]
+
+
+def positions(config: str, players: int, games: int, seed: int):
+    """Every position of ``games`` random games, with who may act in it."""
+    ids = [f"p{i}" for i in range(players)]
+    for n in range(games):
+        rng = random.Random(f"{seed}/{n}")
+        state, _ = new_game(CONFIGS[config], ids, seed=f"{config}/{seed}/{n}")
+        while state.status == "playing":
+            yield state
+            state, _ = apply(state, rng.choice(legal_actions(state)))
+
+
+@pytest.mark.slow
+@pytest.mark.rules("R-TURN-1", "R-TURN-2", "R-DRAW-1", "R-99-2", "R-PTS-1")
+@pytest.mark.parametrize("config", sorted(CONFIGS))
+def test_every_bot_chooses_a_legal_action_in_every_position(config):
+    checked = 0
+    for i, state in enumerate(positions(config, players=2 + (len(config) % 5), games=6, seed=1)):
+        legal = legal_actions(state)
+        for actor in players_to_act(state):
+            view = view_doc(state, actor)
+            kinds = BOTS if i % 8 == 0 else BOTS[:2]  # ISMCTS on one position in eight: it is slower
+            for bot in kinds:
+                found = choose(view, parse_bot({**bot, "seed": i}))
+                assert found.action in legal, (config, bot, found.action)
+                assert found.action.player == actor
+                checked += 1
+    assert checked > 300  # twelve configurations: thousands of positions in all
+
+
+@pytest.mark.rules("R-SET-3")
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(config=st.sampled_from(sorted(CONFIGS)), seed=st.integers(0, 10**6), steps=st.integers(0, 30),
+       shuffle=st.randoms(use_true_random=False))
+def test_bots_choose_the_same_from_states_that_look_the_same_to_the_seat(config, seed, steps, shuffle):
+    """Two states whose view for the seat is identical, but whose hidden cards (other
+    hands, the draw pile's order) differ: every bot, given the same seed and
+    simulations, chooses the same action in both."""
+    rng = random.Random(seed)
+    state, _ = new_game(CONFIGS[config], ["a", "b", "c"], seed=seed)
+    for _ in range(steps):
+        if state.status != "playing":
+            break
+        state, _ = apply(state, rng.choice(legal_actions(state)))
+    if state.status != "playing":
+        return
+    actor = players_to_act(state)[0]
+    other = _hidden_cards_dealt_again(state, actor, shuffle)
+    assert view_doc(other, actor) == view_doc(state, actor)
+    for bot in BOTS:
+        settings_ = parse_bot({**bot, "seed": seed})
+        assert choose(view_doc(state, actor), settings_).action == choose(view_doc(other, actor), settings_).action
+
+
+def _hidden_cards_dealt_again(state: GameState, actor: str, rng: random.Random) -> GameState:
+    """The same state with the cards ``actor`` cannot see dealt again at random."""
+    me = state.seat(actor)
+    hidden = [i for i, p in enumerate(state.players) if i != me and p.status != "out"]
+    pool = [c for i in hidden for c in state.players[i].hand] + list(state.draw_pile)
+    rng.shuffle(pool)
+    players = list(state.players)
+    for i in hidden:
+        n = len(players[i].hand)
+        players[i] = players[i].__class__(players[i].id, tuple(pool[:n]), players[i].status, players[i].tokens,
+                                          players[i].score, players[i].busted)
+        pool = pool[n:]
+    from msgspec import structs
+
+    return structs.replace(state, players=tuple(players), draw_pile=tuple(pool))
+
+
+def test_a_seed_and_a_number_of_simulations_give_the_same_choice():
+    state, _ = new_game({"edition": "2022"}, ["a", "b", "c", "d"], seed=5)
+    view = view_doc(state, "a")
+    bot = parse_bot({"kind": "ismcts", "simulations": 60, "seed": 11})
+    first = choose(view, bot)
+    assert first.stats["iterations"] == 60
+    assert all(choose(view, bot).action == first.action for _ in range(3))
+
+
+def test_settings_are_resolved_and_checked():
+    resolved = parse_bot({"kind": "ismcts"})
+    assert resolved.simulations == DEFAULT_SIMULATIONS and resolved.budget_ms is None
+    assert isinstance(resolved.seed, int)
+    assert parse_bot({"kind": "ismcts", "budget_ms": 50}).simulations is None
+    for doc, field in [({"kind": "smart"}, "bot.kind"), ({}, "bot"),
+                       ({"kind": "random", "simulations": 5}, "bot.simulations"),
+                       ({"kind": "ismcts", "simulations": 5, "budget_ms": 5}, "bot.budget_ms"),
+                       ({"kind": "ismcts", "simulations": 0}, "bot.simulations"),
+                       ({"kind": "ismcts", "uct_c": -1}, "bot.uct_c"),
+                       ({"kind": "heuristic", "extra": 1}, "bot")]:
+        with pytest.raises(InvalidInputError) as caught:
+            parse_bot(doc)
+        assert (caught.value.path or "").startswith(field), (doc, caught.value.path)
+
+
+def test_a_budget_bounds_the_search():
+    state, _ = new_game({"edition": "1980"}, ["a", "b", "c", "d"], seed=3)
+    found = choose(view_doc(state, state.players[state.current].id), parse_bot({"kind": "ismcts", "budget_ms": 40}))
+    assert found.stats["iterations"] > 0
+    assert found.stats["elapsed_ms"] < 40 + 200  # a loaded machine: the budget is checked every iteration
+
+
+@pytest.mark.rules("R-TURN-1")
+def test_a_seat_with_nothing_to_do_gets_no_suggestion():
+    state, _ = new_game({"edition": "2022"}, ["a", "b"], seed=1)
+    idle = next(p.id for i, p in enumerate(state.players) if i != state.current)
+    with pytest.raises(IllegalActionError) as caught:
+        choose(view_doc(state, idle), parse_bot({"kind": "random"}))
+    assert caught.value.reason == "not_your_turn"
+    with pytest.raises(InvalidInputError):
+        choose(view_doc(state, None), parse_bot({"kind": "random"}))
+
+
+@pytest.mark.rules("R-P2-2")
+def test_heuristic_deflects_a_play2():
+    state = puzzle(hands={"a": ["5", "reverse", "9", "3"], "b": ["1", "2", "3", "4"], "c": ["1", "2", "3", "4"]},
+                   total=40, play2={"player": "a", "cards_left": 2})
+    actions = [a for a in legal_actions(state) if a.player == "a"]
+    assert heuristic_action(state, actions).card == "reverse"
+
+
+@pytest.mark.rules("R-TURN-2")
+def test_heuristic_plays_its_highest_number_card_and_keeps_the_safe_ones():
+    state = puzzle(hands={"a": ["-10", "3", "9", "0"], "b": ["1", "2", "3", "4"]}, total=50)
+    actions = [a for a in legal_actions(state) if a.player == "a"]
+    assert heuristic_action(state, actions).card == "9"
+    state = puzzle(hands={"a": ["-10", "3", "9", "0"], "b": ["1", "2", "3", "4"]}, total=95)
+    actions = [a for a in legal_actions(state) if a.player == "a"]
+    assert heuristic_action(state, actions).card == "3"
+
+
+@pytest.mark.rules("R-99-2")
+def test_heuristic_swaps_four_ono99():
+    state = puzzle(hands={"a": ["ono99"] * 4, "b": ["1", "2", "3", "4"]}, total=10)
+    actions = [a for a in legal_actions(state) if a.player == "a"]
+    assert heuristic_action(state, actions).type == "swap_ono99"

@@ -1,0 +1,314 @@
+"""Bots through the service, against real servers (gunicorn, grpc.aio, Valkey):
+suggestions from one seat's view, bot seats in sessions, seats handed to a bot and
+back, legal actions in session views, and bot work that never stalls the server."""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+
+import grpc
+import pytest
+import requests
+from msgspec import structs
+
+from engine import apply, decode_state, encode_state, legal_actions, new_game, parse_action
+from engine.bots import players_to_act
+from service.grpc_api import convert
+from service.grpc_api.gen import ono99_pb2 as pb
+from service.grpc_api.gen import ono99_pb2_grpc as pb_grpc
+from service.signing import StateSigner
+from tests.conftest import SECRET, SERVICE_KEY, start_grpc, start_http
+
+BOT_LIMITS = {"ONO99_BOT_MAX_SIMULATIONS": "400", "ONO99_BOT_MAX_BUDGET_MS": "1000"}
+
+
+@pytest.fixture(scope="module")
+def servers(throwaway_redis):
+    http = start_http(throwaway_redis, workers=1, **BOT_LIMITS)
+    rpc = start_grpc(throwaway_redis, **BOT_LIMITS)
+    channel = grpc.insecure_channel(rpc.url)
+    yield http, rpc, channel
+    channel.close()
+    rpc.stop()
+    http.stop()
+
+
+def auth(token):
+    return {"Authorization": f"Bearer {token}"}
+
+
+def signed(state):
+    doc = encode_state(state)
+    return {"state": doc, "state_signature": StateSigner(SECRET).sign(_canonical(state))}
+
+
+def _canonical(state):
+    from engine import dumps_state
+
+    return dumps_state(state)
+
+
+def test_a_suggestion_is_an_action_apply_accepts_as_is(servers):
+    http, _, _ = servers
+    state, _ = new_game({"edition": "1980", "draw": "manual"}, ["a", "b", "c"], seed=4)
+    for _ in range(12):
+        actor = players_to_act(state)[0]
+        for bot in ({"kind": "random"}, {"kind": "heuristic"}, {"kind": "ismcts", "simulations": 20, "seed": 1}):
+            answer = requests.post(f"{http.url}/v1/games/suggest",
+                                   json={**signed(state), "player": actor, "bot": bot}, timeout=10)
+            assert answer.status_code == 200, answer.text
+            body = answer.json()
+            assert body["bot"]["kind"] == bot["kind"] and isinstance(body["bot"]["seed"], int)
+            applied = requests.post(f"{http.url}/v1/games/apply", json={**signed(state), "action": body["action"]},
+                                    timeout=10)
+            assert applied.status_code == 200, applied.text
+        state = decode_state(applied.json()["state"])
+
+
+@pytest.mark.rules("R-SET-3")
+def test_the_service_hands_the_bot_only_the_seats_view(servers):
+    """Two states that look the same to seat "a" but differ in hidden cards get the
+    same suggestion, over HTTP and gRPC."""
+    http, _, channel = servers
+    state, _ = new_game({"edition": "2022"}, ["a", "b", "c"], seed=8)
+    b = state.players[1]
+    swapped = structs.replace(state, players=(state.players[0], structs.replace(b, hand=state.draw_pile[:4]),
+                                              state.players[2]),
+                              draw_pile=b.hand + state.draw_pile[4:])
+    assert swapped != state
+    bot = {"kind": "ismcts", "simulations": 40, "seed": 3}
+    answers = [requests.post(f"{http.url}/v1/games/suggest", json={**signed(s), "player": "a", "bot": bot},
+                             timeout=10).json() for s in (state, swapped)]
+    assert answers[0]["action"] == answers[1]["action"]
+    assert answers[0]["stats"]["iterations"] == 40
+    games = pb_grpc.GameServiceStub(channel)
+    replies = []
+    for s in (state, swapped):
+        msg = pb.SuggestRequest(player="a", bot=pb.Bot(kind="ismcts", simulations=40, seed=3))
+        convert.fill_state(msg.state.state, s)
+        msg.state.signature = StateSigner(SECRET).sign(_canonical(s))
+        replies.append(games.Suggest(msg, timeout=10))
+    assert replies[0].action == replies[1].action
+    assert convert.action_doc(replies[0].action) == answers[0]["action"]
+
+
+def test_bot_settings_past_the_services_bounds_are_refused(servers):
+    http, _, channel = servers
+    state, _ = new_game({"edition": "2022"}, ["a", "b"], seed=1)
+    actor = players_to_act(state)[0]
+    for bot, field in [({"kind": "ismcts", "simulations": 401}, "bot.simulations"),
+                       ({"kind": "ismcts", "budget_ms": 1001}, "bot.budget_ms"),
+                       ({"kind": "genius"}, "bot.kind")]:
+        answer = requests.post(f"{http.url}/v1/games/suggest", json={**signed(state), "player": actor, "bot": bot},
+                               timeout=10)
+        assert answer.status_code == 400 and answer.json()["field"] == field, answer.text
+    msg = pb.SuggestRequest(player=actor, bot=pb.Bot(kind="ismcts", simulations=401))
+    convert.fill_state(msg.state.state, state)
+    msg.state.signature = StateSigner(SECRET).sign(_canonical(state))
+    with pytest.raises(grpc.RpcError) as caught:
+        pb_grpc.GameServiceStub(channel).Suggest(msg, timeout=10)
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    idle = next(p.id for p in state.players if p.id != actor)
+    answer = requests.post(f"{http.url}/v1/games/suggest",
+                           json={**signed(state), "player": idle, "bot": {"kind": "random"}}, timeout=10)
+    assert answer.status_code == 422 and answer.json()["reason"] == "not_your_turn"
+
+
+def test_a_thinking_bot_does_not_stall_the_server(servers):
+    """One worker: while it thinks for a second, other requests keep their latency."""
+    http, _, _ = servers
+    state, _ = new_game({"edition": "2022"}, ["a", "b", "c", "d"], seed=2)
+    thinking = threading.Thread(target=requests.post, args=(f"{http.url}/v1/games/suggest",),
+                                kwargs={"json": {**signed(state), "player": players_to_act(state)[0],
+                                                 "bot": {"kind": "ismcts", "budget_ms": 1000}}, "timeout": 10})
+    thinking.start()
+    time.sleep(0.2)
+    waits = []
+    while thinking.is_alive() and len(waits) < 20:
+        started = time.perf_counter()
+        assert requests.get(f"{http.url}/healthz", timeout=5).status_code == 200
+        waits.append(time.perf_counter() - started)
+    thinking.join()
+    assert waits and max(waits) < 0.5, waits  # not the bot's whole second
+
+
+def test_suggestion_latency_stays_within_the_budget(servers):
+    """p99 of the answer time within budget_ms + 20 ms (the issue's bound; the client
+    runs on the same machine)."""
+    http, _, _ = servers
+    state, _ = new_game({"edition": "2022"}, ["a", "b", "c", "d"], seed=6)
+    body = {**signed(state), "player": players_to_act(state)[0], "bot": {"kind": "ismcts", "budget_ms": 50}}
+    with requests.Session() as session:
+        session.post(f"{http.url}/v1/games/suggest", json=body, timeout=10)
+        times = []
+        for _ in range(100):
+            started = time.perf_counter()
+            assert session.post(f"{http.url}/v1/games/suggest", json=body, timeout=10).status_code == 200
+            times.append((time.perf_counter() - started) * 1000)
+    p99 = statistics.quantiles(times, n=100)[98]
+    assert p99 <= 50 + 20, (p99, max(times))
+
+
+def create(http, players, **extra):
+    answer = requests.post(f"{http.url}/v1/sessions", json={"rules": {"edition": "2022"}, "players": players,
+                                                             "seed": 5, **extra}, timeout=10)
+    assert answer.status_code == 201, answer.text
+    return answer.json()
+
+
+def session_state(http, sid):
+    got = requests.get(f"{http.url}/v1/sessions/{sid}", headers=auth(SERVICE_KEY), timeout=10).json()
+    return decode_state(got["state"]), got["version"]
+
+
+@pytest.mark.rules("R-WIN-1", "R-TURN-1")
+def test_one_person_and_three_bots_play_to_the_end_with_only_the_person_acting(servers):
+    http, _, _ = servers
+    made = create(http, ["me", {"id": "cpu1", "bot": {"kind": "heuristic"}},
+                         {"id": "cpu2", "bot": {"kind": "random"}},
+                         {"id": "cpu3", "bot": {"kind": "ismcts", "simulations": 30}}])
+    sid, token = made["session_id"], made["seats"]["me"]
+    assert set(made["seats"]) == {"me"}  # a bot seat has no token
+    view = requests.get(f"{http.url}/v1/sessions/{sid}", headers=auth(token), timeout=10).json()["view"]
+    moves = 0
+    while view["status"] == "playing":
+        assert view["legal_actions"], view  # bots move at once: whenever it is playing, it is my turn
+        answer = requests.post(f"{http.url}/v1/sessions/{sid}/actions", json={"action": view["legal_actions"][0]},
+                               headers=auth(token), timeout=30)
+        assert answer.status_code == 200, answer.text
+        view = answer.json()["view"]
+        moves += 1
+    assert view["legal_actions"] == []
+    events = requests.get(f"{http.url}/v1/sessions/{sid}/events", headers=auth(token), timeout=10).json()["events"]
+    versions = sorted({e["version"] for e in events})
+    # Every move (the bots' too) is a version of its own; the deal (version 1) may have no event.
+    assert versions == list(range(versions[0], versions[-1] + 1)) and versions[0] <= 2
+    played = {e["player"] for e in events if e["type"] == "played"}
+    assert {"cpu1", "cpu2", "cpu3"} & played and events[-1]["type"] == "game_over"
+    # The person's answers never show a bot's drawn card.
+    assert all("card" not in e for e in events if e["type"] == "drew" and e["player"] != "me")
+
+
+def test_a_seat_is_handed_to_a_bot_and_back(servers):
+    http, _, _ = servers
+    made = create(http, ["ann", "bob", "cy"])
+    sid, seats = made["session_id"], made["seats"]
+    url = f"{http.url}/v1/sessions/{sid}/seats/bob/bot"
+    assert requests.put(url, json={"bot": {"kind": "heuristic"}}, headers=auth(seats["ann"]),
+                        timeout=10).status_code == 403  # another seat's token
+    handed = requests.put(url, json={"bot": {"kind": "heuristic"}}, headers=auth(seats["bob"]), timeout=10)
+    assert handed.status_code == 200, handed.text
+    state, version = session_state(http, sid)
+    # ann plays; bob's bot answers at once; cy is to act with bob's move behind.
+    ann = state.players[state.current].id
+    assert ann == "ann"
+    action = requests.get(f"{http.url}/v1/sessions/{sid}", headers=auth(seats["ann"]),
+                          timeout=10).json()["view"]["legal_actions"][0]
+    answer = requests.post(f"{http.url}/v1/sessions/{sid}/actions", json={"action": action},
+                           headers=auth(seats["ann"]), timeout=10).json()
+    bob_moved = [e for e in answer["events"] if e.get("player") == "bob" and e["type"] == "played"]
+    assert bob_moved and answer["version"] == version + 2
+    # bob is back with his person: the others play until his turn, which then waits for him.
+    assert requests.delete(url, headers=auth(seats["bob"]), timeout=10).json()["version"] == version + 3
+    for _ in range(6):
+        state, now = session_state(http, sid)
+        if state.status != "playing":
+            break
+        actor = players_to_act(state)[0]
+        if actor == "bob":
+            bob = requests.get(f"{http.url}/v1/sessions/{sid}", headers=auth(seats["bob"]), timeout=10).json()
+            assert bob["view"]["legal_actions"] and bob["version"] == now  # no bot moved for him
+            break
+        listed = requests.get(f"{http.url}/v1/sessions/{sid}", headers=auth(seats[actor]),
+                              timeout=10).json()["view"]["legal_actions"]
+        requests.post(f"{http.url}/v1/sessions/{sid}/actions", json={"action": listed[0]},
+                      headers=auth(seats[actor]), timeout=10)
+    events = requests.get(f"{http.url}/v1/sessions/{sid}/events", headers=auth(SERVICE_KEY), timeout=10).json()
+    changes = [e for e in events["events"] if e["type"] == "seat_changed"]
+    assert changes == [{"type": "seat_changed", "player": "bob", "bot": "heuristic", "version": version},
+                       {"type": "seat_changed", "player": "bob", "version": version + 3}]
+
+
+def test_legal_actions_in_a_session_view_are_accepted_as_is(servers):
+    http, _, _ = servers
+    made = create(http, ["ann", "bob"], rules={"edition": "1980", "draw": "manual"})
+    sid, seats = made["session_id"], made["seats"]
+    for _ in range(10):
+        views = {p: requests.get(f"{http.url}/v1/sessions/{sid}", headers=auth(t), timeout=10).json()["view"]
+                 for p, t in seats.items()}
+        state, _ = session_state(http, sid)
+        if state.status != "playing":
+            break
+        for p, view in views.items():
+            listed = [parse_action(a) for a in view["legal_actions"]]
+            assert listed == [a for a in legal_actions(state) if a.player == p]
+        actor = players_to_act(state)[0]
+        answer = requests.post(f"{http.url}/v1/sessions/{sid}/actions",
+                               json={"action": views[actor]["legal_actions"][-1]}, headers=auth(seats[actor]),
+                               timeout=10)
+        assert answer.status_code == 200, answer.text
+
+
+def test_a_seat_asks_for_a_hint(servers):
+    http, _, channel = servers
+    made = create(http, ["ann", "bob"])
+    sid, seats = made["session_id"], made["seats"]
+    state, _ = session_state(http, sid)
+    actor = players_to_act(state)[0]
+    other = next(p for p in seats if p != actor)
+    hint = requests.post(f"{http.url}/v1/sessions/{sid}/suggest", json={"bot": {"kind": "heuristic"}},
+                         headers=auth(seats[actor]), timeout=10)
+    assert hint.status_code == 200 and parse_action(hint.json()["action"]) in legal_actions(state)
+    assert requests.post(f"{http.url}/v1/sessions/{sid}/suggest", json={"bot": {"kind": "heuristic"}},
+                         headers=auth(seats[other]), timeout=10).status_code == 422  # not their turn
+    assert requests.post(f"{http.url}/v1/sessions/{sid}/suggest",
+                         json={"bot": {"kind": "heuristic"}, "player": actor},
+                         headers=auth(seats[other]), timeout=10).status_code == 403
+    reply = pb_grpc.SessionServiceStub(channel).Suggest(
+        pb.SessionSuggestRequest(session_id=sid, bot=pb.Bot(kind="heuristic")),
+        metadata=[("authorization", f"Bearer {seats[actor]}")], timeout=10)
+    assert convert.action_doc(reply.action) == hint.json()["action"]
+
+
+def test_bot_seats_over_grpc(servers):
+    _, _, channel = servers
+    sessions = pb_grpc.SessionServiceStub(channel)
+    made = sessions.CreateSession(pb.CreateSessionRequest(
+        game=pb.NewGameRequest(rules=pb.Rules(edition="2022"), players=["cpu", "me"], seed_int=3),
+        bots={"cpu": pb.Bot(kind="heuristic")}), timeout=10)
+    assert set(made.seats) == {"me"}
+    token = [("authorization", f"Bearer {made.seats['me']}")]
+    read = sessions.GetSession(pb.GetSessionRequest(session_id=made.session_id), metadata=token, timeout=10)
+    assert read.view.current == "me" and read.version > 1  # the bot opened the game
+    assert read.view.legal_actions
+    handed = sessions.SetSeatBot(pb.SetSeatBotRequest(session_id=made.session_id, player="me",
+                                                      bot=pb.Bot(kind="random")), metadata=token, timeout=10)
+    assert handed.version == read.version + 1
+    with pytest.raises(grpc.RpcError) as caught:  # a seat made for a bot has no person to go back to
+        sessions.SetSeatBot(pb.SetSeatBotRequest(session_id=made.session_id, player="cpu"),
+                            metadata=[("authorization", f"Bearer {SERVICE_KEY}")], timeout=10)
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_careless_and_hostile_bot_seats_are_refused(servers):
+    http, _, _ = servers
+    for players, field in [([{"id": "a", "bot": {"kind": "random"}}, {"id": "b", "bot": {"kind": "random"}}],
+                            "players"),
+                           (["a", {"id": "b", "bot": {"kind": "ismcts", "simulations": 10**6}}],
+                            "players[1].bot.simulations"),
+                           (["a", {"id": "b"}], "players[1]"),
+                           (["a", {"id": "b", "bot": {"kind": "random"}, "token": "x"}], "players[1]")]:
+        answer = requests.post(f"{http.url}/v1/sessions", json={"rules": {"edition": "2022"}, "players": players},
+                               timeout=10)
+        assert answer.status_code == 400 and answer.json().get("field") == field, (players, answer.text)
+    made = create(http, ["ann", {"id": "cpu", "bot": {"kind": "random"}}])
+    sid = made["session_id"]
+    state, _ = session_state(http, sid)
+    # Nobody's token acts for the bot, even when its seat is to act.
+    cpu_action = {"player": "cpu", "type": "play", "card": state.players[1].hand[0]}
+    answer = requests.post(f"{http.url}/v1/sessions/{sid}/actions", json={"action": cpu_action},
+                           headers=auth(made["seats"]["ann"]), timeout=10)
+    assert answer.status_code == 403
+    _ = apply  # the engine judges every bot move like a person's (test_bots.py)
