@@ -17,7 +17,7 @@ import msgspec
 
 import engine
 from engine import Event, GameState, IllegalActionError, InvalidInputError
-from engine.bots import BotSettings, Suggestion, bot_to_dict, players_to_act
+from engine.bots import BotSettings, Suggestion, bot_to_dict
 
 from . import metrics
 from .admission import Admission, Caller, Limits
@@ -150,7 +150,7 @@ class Application:
         store = self._sessions()
         caller = caller or Caller("unknown")
         self.admission.check_creation(store, caller.address, _hash(caller.api_key) if caller.api_key else None)
-        ids, bots = self._seats(players)
+        ids, bots = self.bots.seats(players)
         state, events = _engine(engine.new_game, rules, ids, seed=seed, deck=deck)
         tokens = {p.id: secrets.token_urlsafe(32) for p in state.players if p.id not in bots}
         seats = _json.encode({pid: _hash(token) for pid, token in tokens.items()})
@@ -166,49 +166,20 @@ class Application:
                                       shown + engine.redact_events(moved, None))
         raise ServiceError("internal_error", "could not allocate a session id")
 
-    def _seats(self, players: Any) -> tuple[Any, dict[str, BotSettings]]:
-        """Player ids from a session's ``players`` (ids, or ``{"id", "bot"}`` for a seat
-        a bot plays), and the bot seats' settings. At least one seat is a person's."""
-        if not isinstance(players, list):
-            return players, {}  # the engine names what is wrong with it
-        ids: list[Any] = []
-        bots: dict[str, BotSettings] = {}
-        for i, entry in enumerate(players):
-            if isinstance(entry, dict):
-                if set(entry) != {"id", "bot"} or not isinstance(entry["id"], str):
-                    raise ServiceError("invalid_request", 'a bot seat is {"id": <player id>, "bot": <bot>}',
-                                       field=f"players[{i}]")
-                bots[entry["id"]] = self.bots.settings(entry["bot"], f"players[{i}].bot")
-                entry = entry["id"]
-            ids.append(entry)
-        if bots and len(bots) >= len(ids):
-            raise ServiceError("invalid_request", "a session needs at least one seat played by a person",
-                               field="players")
-        return ids, bots
-
     def _bots_play(self, session_id: str, version: int, state: GameState, bots: dict[str, BotSettings],
                    ttl: int) -> tuple[int, GameState, list[Event]]:
-        """Let bot seats move while one has an action (at most ``bot_moves_per_call``
-        moves), each committed as a version of its own with the same compare-and-set as a
-        person's action. Stops when a person is to act, the game is over, or another
-        caller moved the session on (that caller's call goes on with the bots). Returns
-        the last version, its state and the bots' events (full, each with its version)."""
-        moved: list[Event] = []
-        for _ in range(self.bot_moves_per_call if bots else 0):
-            actor = next((p for p in players_to_act(state) if p in bots), None)
-            if actor is None:
-                break
-            action = self.bots.move(engine.view_doc(state, actor), bots[actor], version)
-            next_state, events = _apply_counted("bot", state, action)
+        """Bot seats' moves from ``version`` on (see :meth:`Bots.play`), each committed
+        with the same compare-and-set as a person's action."""
+        def commit(expected: int, next_state: GameState, events: list[Event]) -> bool:
             try:
-                self._sessions().commit(session_id, version, engine.dumps_state(next_state), _json.encode(events), ttl)
+                self._sessions().commit(session_id, expected, engine.dumps_state(next_state), _json.encode(events),
+                                        ttl)
             except Conflict:
-                break
-            version, state = version + 1, next_state
-            moved.extend({**e, "version": version} for e in events)
-            log.info("bot moved", extra={"session_id": session_id, "version": version, "player": actor,
-                                         "action": action.type})
-        return version, state, moved
+                return False
+            log.info("bot moved", extra={"session_id": session_id, "version": expected + 1})
+            return True
+
+        return self.bots.play(version, state, bots, commit, self.bot_moves_per_call)
 
     def authenticate(self, seats: bytes, token: str | None) -> str | None:
         """The player a seat token belongs to; None for the service key; else 401."""

@@ -14,13 +14,15 @@ from typing import Any, TypeVar
 import msgspec
 
 import engine
-from engine import IllegalActionError, InvalidInputError
-from engine.bots import BotSettings, Suggestion, choose, parse_bot
+from engine import Event, GameState, IllegalActionError, InvalidInputError
+from engine.bots import BotSettings, Suggestion, choose, parse_bot, players_to_act
 
+from . import metrics
 from .errors import ServiceError, from_engine
 
 T = TypeVar("T")
 Think = Callable[[Callable[[], T]], T]
+Commit = Callable[[int, GameState, list[Event]], bool]
 
 
 def think_here(work: Callable[[], T]) -> T:
@@ -66,6 +68,48 @@ class Bots:
             return self.think(lambda: choose(view, settings))  # type: ignore[no-any-return]
         except (InvalidInputError, IllegalActionError) as exc:
             raise from_engine(exc) from None
+
+    def seats(self, players: Any) -> tuple[Any, dict[str, BotSettings]]:
+        """Player ids from a session's ``players`` (ids, or ``{"id", "bot"}`` for a seat
+        a bot plays), and the bot seats' settings. At least one seat is a person's."""
+        if not isinstance(players, list):
+            return players, {}  # the engine names what is wrong with it
+        ids: list[Any] = []
+        bots: dict[str, BotSettings] = {}
+        for i, entry in enumerate(players):
+            if isinstance(entry, dict):
+                if set(entry) != {"id", "bot"} or not isinstance(entry["id"], str):
+                    raise ServiceError("invalid_request", 'a bot seat is {"id": <player id>, "bot": <bot>}',
+                                       field=f"players[{i}]")
+                bots[entry["id"]] = self.settings(entry["bot"], f"players[{i}].bot")
+                entry = entry["id"]
+            ids.append(entry)
+        if bots and len(bots) >= len(ids):
+            raise ServiceError("invalid_request", "a session needs at least one seat played by a person",
+                               field="players")
+        return ids, bots
+
+    def play(self, version: int, state: GameState, bots: dict[str, BotSettings], commit: Commit,
+             most: int) -> tuple[int, GameState, list[Event]]:
+        """Let bot seats move while one has an action, at most ``most`` moves: each is
+        handed to ``commit(expected version, next state, events)``, which stores it as a
+        version of its own, or answers False when another caller moved the session on
+        (that caller's call goes on with the bots). Stops then, when a person is to act
+        or when the game is over. Returns the last version, its state, and the bots'
+        events (unredacted, each with its version)."""
+        moved: list[Event] = []
+        for _ in range(most if bots else 0):
+            actor = next((p for p in players_to_act(state) if p in bots), None)
+            if actor is None:
+                break
+            action = self.move(engine.view_doc(state, actor), bots[actor], version)
+            next_state, events = engine.apply(state, action)  # a bot chooses among the legal actions
+            if not commit(version, next_state, events):
+                break
+            metrics.count_action("bot", "applied")
+            version, state = version + 1, next_state
+            moved.extend({**e, "version": version} for e in events)
+        return version, state, moved
 
     def move(self, view: engine.ViewDoc, settings: BotSettings, version: int) -> engine.Action:
         """A bot seat's move at session ``version``: seeded by the seat's seed and the
