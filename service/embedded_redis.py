@@ -28,11 +28,11 @@ def start_embedded(data_dir: Path | None = None, port: int | None = None,  # typ
         # A port the kernel just handed out; another process may still take it before
         # the server binds, so a failed start tries another one.
         chosen = port or free_port()
-        server = ValkeyServer(port=chosen, host="127.0.0.1", data_dir=data_dir, persist=data_dir is not None,
-                              **config)
         try:
+            server = ValkeyServer(port=chosen, host="127.0.0.1", data_dir=data_dir, persist=data_dir is not None,
+                                  **config)
             server.start()
-        except ValkeyServerStartupError:
+        except (ValkeyServerStartupError, OSError):  # its own check of the port, or the start
             if port is not None or attempt == 4:
                 raise
             continue

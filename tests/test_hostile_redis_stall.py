@@ -23,6 +23,9 @@ from tests.conftest import start_grpc, start_http
 
 pytestmark = pytest.mark.slow
 TIMEOUT = 0.5
+# A stateless call that waited on Redis would take TIMEOUT; a loaded two-core machine
+# adds tens of milliseconds of its own.
+STALL_BOUND = TIMEOUT / 5
 GAME = {"rules": {"edition": "2022"}, "players": ["ann", "bob"], "seed": 3}
 
 
@@ -101,7 +104,7 @@ def test_http_stateless_calls_keep_their_latency_and_session_calls_fail_fast_whi
     print(f"stateless p99: {_p99(normal) * 1000:.1f} ms with Redis up, {_p99(stalled) * 1000:.1f} ms stalled; "
           f"session calls: {len(session_answers)} answered, slowest {max(s for _, s, _ in session_answers):.2f} s; "
           f"recovered {recovered_after} s after Redis resumed")
-    assert _p99(stalled) <= max(2 * _p99(normal), 0.05)
+    assert _p99(stalled) <= max(2 * _p99(normal), STALL_BOUND)
     assert session_answers and all(status == 503 for status, _, _ in session_answers)
     # The documented timeout is the real one (a little slack for a loaded machine).
     assert max(s for _, s, _ in session_answers) <= TIMEOUT + 0.3
@@ -153,6 +156,6 @@ def test_grpc_stateless_calls_keep_their_latency_and_session_calls_fail_within_t
         rpc.stop()
     print(f"gRPC stateless p99: {_p99(normal) * 1000:.1f} ms up, {_p99(stalled) * 1000:.1f} ms stalled; "
           f"{len(failures)} session calls failed, slowest {max(s for _, s in failures):.2f} s")
-    assert _p99(stalled) <= max(2 * _p99(normal), 0.05)
+    assert _p99(stalled) <= max(2 * _p99(normal), STALL_BOUND)
     assert failures and all(code == grpc.StatusCode.UNAVAILABLE for code, _ in failures)
     assert max(s for _, s in failures) <= TIMEOUT + 0.3
