@@ -93,6 +93,12 @@ def test_with_api_keys_only_their_holders_create_sessions_each_with_its_own_budg
         sessions.CreateSession(pb.CreateSessionRequest(game=NEW), metadata=[("x-api-key", "key-one")], timeout=5)
         assert _create(http.url, **{"X-API-Key": "key-one"}).status_code == 429  # key-one's burst of 2 is spent
         assert _create(http.url, **{"X-API-Key": "key-two"}).status_code == 201  # key-two's is not
+        # The service key, sent as on every other call (a bearer token), creates without limit;
+        # a made-up bearer token is no key.
+        assert all(_create(http.url, Authorization=f"Bearer {SERVICE_KEY}").status_code == 201 for _ in range(3))
+        sessions.CreateSession(pb.CreateSessionRequest(game=NEW),
+                               metadata=[("authorization", f"Bearer {SERVICE_KEY}")], timeout=5)
+        assert _create(http.url, Authorization="Bearer made-up").status_code == 401
     finally:
         channel.close()
         http.stop()

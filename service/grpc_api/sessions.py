@@ -11,7 +11,7 @@ import grpc
 
 from .. import metrics
 from ..admission import Caller
-from ..application import Application
+from ..application import Application, bearer_token
 from ..errors import ServiceError
 from ..live import LiveVersions
 from . import convert
@@ -66,7 +66,7 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
 
     async def CreateSession(self, request: pb.CreateSessionRequest,
                       context: grpc.aio.ServicerContext) -> pb.CreateSessionResponse:
-        caller = Caller(peer_address(context.peer()), metadata("x-api-key"))
+        caller = Caller(peer_address(context.peer()), metadata("x-api-key") or bearer_token(metadata("authorization")))
 
         def work() -> pb.CreateSessionResponse:
             game = request.game

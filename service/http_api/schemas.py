@@ -149,8 +149,10 @@ class NewSessionSchema(NewGameSchema):
                           metadata={"description": "seats in order (clockwise): a player id, or "
                                                    "{id, bot} for a seat a bot plays"})
 
-    ttl_seconds = fields.Integer(strict=True, load_default=None, validate=validate.Range(*SESSION_TTL_RANGE),
-                                 metadata={"description": "idle time before the session expires"})
+    ttl_seconds = fields.Integer(strict=True, load_default=None,
+                                 metadata={"description": "idle time before the session expires, in seconds: "
+                                                          "from 60 to the service's maximum (400 beyond)",
+                                           "minimum": SESSION_TTL_RANGE[0], "maximum": SESSION_TTL_RANGE[1]})
 
 
 class SignedStateSchema(Strict):

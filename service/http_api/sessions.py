@@ -61,7 +61,8 @@ class Sessions(MethodView):
     @document_errors(blp, 401, 413, 429, 503)
     def post(self, body: dict[str, Any]) -> Response:
         """Deal a game into a new session; the answer holds each seat's secret token (shown once)."""
-        caller = Caller(request.remote_addr or "unknown", request.headers.get("X-API-Key") or None)
+        # An API key in X-API-Key; the service key there or, as on every other call, as a bearer token.
+        caller = Caller(request.remote_addr or "unknown", request.headers.get("X-API-Key") or _token())
         made = app_layer().create_session(
             body["rules"], body["players"], seed=body["seed"], deck=body["deck"], ttl=body["ttl_seconds"],
             caller=caller)
@@ -108,7 +109,7 @@ class Actions(MethodView):
         pinned = _if_match()
         if pinned is not None:
             if expected is not None and expected != pinned:
-                raise ServiceError("invalid_request", "If-Match and expected_version disagree")
+                raise ServiceError("invalid_request", "If-Match and expected_version disagree", field="If-Match")
             expected = pinned
         answer = app_layer().act(session_id, _token(), body["action"], expected,
                                  request.headers.get("Idempotency-Key") or None, key_field="Idempotency-Key")
