@@ -203,8 +203,9 @@ def _players(rules: Rules, doc: StateDoc) -> list[Player]:
         if p.score and not points:
             raise _fail("scores exist only with points scoring", f"{where}.score")
         # A bust puts a player out of the round (R-PTS-1); the flag stays on those who
-        # then left the game until the next round is dealt.
-        if p.busted and (not points or p.status == ACTIVE or (p.status == OUT and doc.status == PLAYING)):
+        # then left the game (by the target, R-PTS-4, or a forfeit, R-TIME-1) until the
+        # next round is dealt.
+        if p.busted and (not points or p.status == ACTIVE):
             raise _fail("only a player out of the round can have busted", f"{where}.busted")
         players.append(Player(id=p.id, hand=tuple(p.hand), status=p.status, tokens=tokens, score=p.score,
                               busted=p.busted))
@@ -304,15 +305,17 @@ def _check_finished(rules: Rules, players: list[Player], winners: tuple[int, ...
         if len(standing) != 1 or winners != (standing[0],) or players[standing[0]].status != ACTIVE:
             raise _fail("the one player left in the game, and only they, is the winner", "winners")
         return
+    if len(standing) == 1 and winners == (standing[0],):
+        return  # the others left the game: by the target (R-PTS-4) or a forfeit (R-TIME-1)
     scores = {players[i].score for i in winners}
     if len(scores) != 1:
         raise _fail("winners share the win with equal scores", "winners")
     if max(p.score for p in players) < rules.target:
         raise _fail(f"a points game ends when a score reaches the target ({rules.target})", "winners")
     if rules.end == "lowest_score":
-        # R-PTS-5: the fewest points win, ties sharing.
-        low = min(p.score for p in players)
-        if set(winners) != {i for i, p in enumerate(players) if p.score == low}:
+        # R-PTS-5: the fewest points among the players still in the game win, ties sharing.
+        low = min(players[i].score for i in standing)
+        if set(winners) != {i for i in standing if players[i].score == low}:
             raise _fail("the players with the fewest points, and only they, are the winners", "winners")
     elif standing and (len(standing) != 1 or winners != (standing[0],)):
         # R-PTS-4: the last player standing wins alone.
