@@ -17,16 +17,18 @@ import msgspec
 
 import engine
 from engine import Event, GameState, IllegalActionError, InvalidInputError
-from engine.bots import BotSettings, Suggestion, bot_to_dict
+from engine.bots import Suggestion
 
 from . import metrics
 from .admission import Admission, Caller, Limits
 from .answers import EventsRead, Outcome, SessionAnswer, SessionCreated, SessionRead
-from .bots import BotLimits, Bots, Think, decode_bots, think_here
+from .bots import BotLimits, Bots, Think, decode_bots, encode_bots, think_here
 from .config import Settings
 from .errors import ServiceError, from_engine
 from .signing import StateSigner
-from .store import FIRST_VERSION, Conflict, SessionStore, Stored
+from .store import FIRST_VERSION, Conflict, SessionStore, Stored, Timed
+from .timers import INFLIGHT_GRACE_MS, TURN_SECONDS_RANGE, TurnTimer, now_ms, parse_timer, to_act, turn_started
+from .turns import Turns
 
 log = logging.getLogger("ono99.app")
 
@@ -34,6 +36,7 @@ _json = msgspec.json.Encoder()
 _decode_events = msgspec.json.Decoder(list[dict[str, Any]])
 _decode_seats = msgspec.json.Decoder(dict[str, str])
 _decode_answer = msgspec.json.Decoder(dict[str, Any])
+_decode_counts = msgspec.json.Decoder(dict[str, int])
 
 
 MAX_IDEMPOTENCY_KEY = 200  # characters
@@ -65,12 +68,11 @@ class Application:
     def __init__(self, signer: StateSigner, store: SessionStore | None, service_key: str | None,
                  session_ttl: int, api_keys: tuple[str, ...] = (), limits: Limits | None = None,
                  session_ttl_max: int = SESSION_TTL_RANGE[1], bots: Bots | None = None,
-                 bot_moves_per_call: int = 50) -> None:
+                 bot_moves_per_call: int = 50, turn_seconds_range: tuple[int, int] = TURN_SECONDS_RANGE) -> None:
         self.signer = signer
         self.bots = bots or Bots(BotLimits())
-        # Bot seats' moves made within one call at most (a table of bots alone would
-        # otherwise play a whole game inside one request); the next call goes on.
-        self.bot_moves_per_call = bot_moves_per_call
+        self.turns = Turns(self._sessions, self.bots, bot_moves_per_call)
+        self.turn_seconds_range = turn_seconds_range
         self.store = store
         self.service_key_hash = _hash(service_key) if service_key else None
         self.session_ttl = session_ttl
@@ -90,7 +92,7 @@ class Application:
         bots = Bots(BotLimits(settings.bot_max_simulations, settings.bot_max_budget_ms), think)
         return cls(StateSigner(settings.state_secret), settings.session_store(), settings.service_key,
                    settings.session_ttl, api_keys, limits, settings.session_ttl_max, bots,
-                   settings.bot_moves_per_call)
+                   settings.bot_moves_per_call, (settings.turn_seconds_min, settings.turn_seconds_max))
 
     def ready(self) -> bool:
         """Whether every part answers: the session store, when sessions are on."""
@@ -140,10 +142,12 @@ class Application:
         return self.store
 
     def create_session(self, rules: Any, players: Any, seed: Any = None, deck: Any = None,
-                       ttl: int | None = None, caller: Caller | None = None) -> SessionCreated:
+                       ttl: int | None = None, caller: Caller | None = None,
+                       timer: dict[str, Any] | None = None) -> SessionCreated:
         """Deal a game into a new session. ``ttl`` None: the service's default. With API
         keys configured only their holders (and the service key) may create; creations
-        are rate limited per key, else per address."""
+        are rate limited per key, else per address. ``timer``: the turn timer's options
+        (``turn_seconds``, ``on_timeout``, ``timeouts_to_bot``, ``timeout_bot``)."""
         low, high = self.ttl_range
         if ttl is not None and not low <= ttl <= high:
             raise ServiceError("invalid_request", f"ttl_seconds must be from {low} to {high}", field="ttl_seconds")
@@ -151,35 +155,37 @@ class Application:
         caller = caller or Caller("unknown")
         self.admission.check_creation(store, caller.address, _hash(caller.api_key) if caller.api_key else None)
         ids, bots = self.bots.seats(players)
+        turn_timer = self._turn_timer(timer or {})
         state, events = _engine(engine.new_game, rules, ids, seed=seed, deck=deck)
+        deadline = 0
+        if turn_timer is not None and to_act(state) is not None:
+            deadline = now_ms() + turn_timer.turn_ms
+            events.append(turn_started(state, deadline))
         tokens = {p.id: secrets.token_urlsafe(32) for p in state.players if p.id not in bots}
         seats = _json.encode({pid: _hash(token) for pid, token in tokens.items()})
         ttl = ttl or self.session_ttl
         for _ in range(3):
             session_id = secrets.token_urlsafe(16)
             if store.create(session_id, engine.dumps_state(state), seats, _json.encode(events), ttl,
-                            _encode_bots(bots)):
+                            encode_bots(bots), turn_timer.encode() if turn_timer else b"", deadline):
                 log.info("session created", extra={"session_id": session_id, "version": FIRST_VERSION})
                 shown = [{**e, "version": FIRST_VERSION} for e in engine.redact_events(events, None)]
-                version, state, moved = self._bots_play(session_id, FIRST_VERSION, state, bots, ttl)
-                return SessionCreated(session_id, version, tokens, engine.view_doc(state, None),
+                created = self._load(session_id)
+                version, state, moved, later = self.turns.bots_play(session_id, created, FIRST_VERSION, state)
+                return SessionCreated(session_id, version, tokens,
+                                      _with_deadline(engine.view_doc(state, None), later or deadline),
                                       shown + engine.redact_events(moved, None))
         raise ServiceError("internal_error", "could not allocate a session id")
 
-    def _bots_play(self, session_id: str, version: int, state: GameState, bots: dict[str, BotSettings],
-                   ttl: int) -> tuple[int, GameState, list[Event]]:
-        """Bot seats' moves from ``version`` on (see :meth:`Bots.play`), each committed
-        with the same compare-and-set as a person's action."""
-        def commit(expected: int, next_state: GameState, events: list[Event]) -> bool:
-            try:
-                self._sessions().commit(session_id, expected, engine.dumps_state(next_state), _json.encode(events),
-                                        ttl)
-            except Conflict:
-                return False
-            log.info("bot moved", extra={"session_id": session_id, "version": expected + 1})
-            return True
-
-        return self.bots.play(version, state, bots, commit, self.bot_moves_per_call)
+    def _turn_timer(self, options: dict[str, Any]) -> TurnTimer | None:
+        """A session's turn timer from its creation options, within the service's bounds."""
+        bot = self.bots.settings(options.get("timeout_bot") or {"kind": "heuristic"}, "timeout_bot")
+        found = parse_timer(options.get("turn_seconds"), options.get("on_timeout"), options.get("timeouts_to_bot"),
+                            bot, self.turn_seconds_range)
+        if found is not None and self._sessions().cluster:
+            raise ServiceError("invalid_request", "turn timers need a Redis that is not a Cluster",
+                               field="turn_seconds")
+        return found
 
     def authenticate(self, seats: bytes, token: str | None) -> str | None:
         """The player a seat token belongs to; None for the service key; else 401."""
@@ -209,8 +215,9 @@ class Application:
         stored, viewer = self._read_as(session_id, token)
         state = engine.loads_state(stored.state)
         # A bot whose move a failed call left unmade makes it now.
-        version, state, _ = self._bots_play(session_id, stored.version, state, decode_bots(stored.bots), stored.ttl)
-        return SessionRead(session_id, version, engine.view_doc(state, viewer), state if viewer is None else None)
+        version, state, _, deadline = self.turns.bots_play(session_id, stored, stored.version, state)
+        view = _with_deadline(engine.view_doc(state, viewer), stored.deadline if deadline is None else deadline)
+        return SessionRead(session_id, version, view, state if viewer is None else None)
 
     def suggest_for_seat(self, session_id: str, token: str | None, bot: Any, player: str | None = None) -> Suggestion:
         """A hint for the caller's seat (the service key names ``player``): the action a
@@ -241,6 +248,7 @@ class Application:
             if state.seat(player) is None:
                 raise ServiceError("invalid_request", f"{player!r} does not play in this session", field="player")
             bots = decode_bots(stored.bots)
+            timeouts = None
             if settings is None:
                 if player not in bots:
                     return stored.version  # the person has the seat already
@@ -248,17 +256,20 @@ class Application:
                     raise ServiceError("invalid_request", f"{player!r} was made a bot seat: no person holds it",
                                        field="player")
                 del bots[player]
+                timeouts = {**_decode_counts.decode(stored.timeouts), player: 0}  # back: timeouts count anew
             else:
                 bots[player] = settings
-            event: Event = {"type": "seat_changed", "player": player, **({"bot": settings.kind} if settings else {})}
+            batch: list[Event] = [{"type": "seat_changed", "player": player,
+                                   **({"bot": settings.kind} if settings else {})}]
+            timed = self.turns.timed(stored, state, state, batch, timeouts)
             try:
-                self._sessions().commit(session_id, stored.version, stored.state, _json.encode([event]), stored.ttl,
-                                        bots=_encode_bots(bots))
+                self._sessions().commit(session_id, stored.version, stored.state, _json.encode(batch), stored.ttl,
+                                        bots=encode_bots(bots), timed=timed)
             except Conflict:
                 continue
             version = stored.version + 1
             log.info("seat changed", extra={"session_id": session_id, "version": version, "player": player})
-            self._bots_play(session_id, version, state, bots, stored.ttl)
+            self.turns.bots_play(session_id, self._load(session_id), version, state)
             return version
         raise ServiceError("version_conflict", "the session kept changing; try again")
 
@@ -293,15 +304,26 @@ class Application:
                 raise ServiceError("version_conflict", f"the session is at version {stored.version}",
                                    current_version=stored.version)
             state = engine.loads_state(stored.state)
-            next_state, events = _apply_counted("session", state, parsed)
+            if stored.timer and player is not None and player in decode_bots(stored.bots) and _attempt == 0:
+                self.set_seat_bot(session_id, token, player, None)  # a seat a timer gave a bot: its person is back
+                continue
+            timeouts = self._timer_waits(session_id, stored, parsed.player)
+            try:
+                next_state, events = _apply_counted("session", state, parsed)
+            except ServiceError:
+                if stored.timer:
+                    store.clear_inflight(session_id)
+                raise
             version = stored.version + 1
+            timed = self.turns.timed(stored, state, next_state, events, timeouts)
             answer = SessionAnswer(session_id, version, parsed.player,
                                    [{**e, "version": version} for e in engine.redact_events(events, parsed.player)],
-                                   engine.view_doc(next_state, parsed.player))
+                                   _with_deadline(engine.view_doc(next_state, parsed.player),
+                                                  _deadline_after(stored, timed)))
             record = _record(fingerprint, answer) if idempotency_key else b""
             try:
                 store.commit(session_id, stored.version, engine.dumps_state(next_state), _json.encode(events),
-                             stored.ttl, scoped_key, record)
+                             stored.ttl, scoped_key, record, timed=timed)
             except Conflict as lost:
                 if expected_version is not None:
                     raise ServiceError("version_conflict", f"the session moved on to version {lost.version}",
@@ -317,16 +339,28 @@ class Application:
         """The bot seats' moves that follow an action, before it is answered: the answer
         then ends at the last of them (its version, its events, the actor's view), and
         its idempotency record is brought up to date."""
-        version, state, moved = self._bots_play(session_id, answer.version, state, decode_bots(stored.bots),
-                                                stored.ttl)
+        version, state, moved, deadline = self.turns.bots_play(session_id, stored, answer.version, state)
         if not moved:
             return answer
+        view = engine.view_doc(state, answer.player)
         answer = SessionAnswer(session_id, version, answer.player,
                                answer.events + engine.redact_events(moved, answer.player),
-                               engine.view_doc(state, answer.player))
+                               _with_deadline(view, deadline if deadline is not None else answer.view.deadline_ms))
         if scoped_key:
             self._sessions().record(session_id, scoped_key, _record(fingerprint, answer))
         return answer
+
+    def _timer_waits(self, session_id: str, stored: Stored, player: str) -> dict[str, int] | None:
+        """Before a seat's action in a timed session is judged: hold the timer while it is
+        in flight (an action that arrives before the deadline wins), and the seat's
+        timeouts in a row as they will be once it lands (None: unchanged)."""
+        if not stored.timer:
+            return None
+        left = stored.deadline - now_ms()
+        if stored.deadline and left > 0:
+            self._sessions().mark_inflight(session_id, left + INFLIGHT_GRACE_MS)
+        counts = _decode_counts.decode(stored.timeouts)
+        return {**counts, player: 0} if counts.get(player) else None
 
     def _replay(self, session_id: str, recorded: bytes, fingerprint: str) -> SessionAnswer:
         record = _decode_answer.decode(recorded)
@@ -407,8 +441,17 @@ def _record(fingerprint: str, answer: SessionAnswer) -> bytes:
                          "view": answer.view})
 
 
-def _encode_bots(bots: dict[str, BotSettings]) -> bytes:
-    return _json.encode({pid: bot_to_dict(settings) for pid, settings in bots.items()})
+def _with_deadline(view: engine.ViewDoc, deadline: int | None) -> engine.ViewDoc:
+    """A session view with its turn's deadline (none: null)."""
+    view.deadline_ms = deadline or None
+    return view
+
+
+def _deadline_after(stored: Stored, timed: Timed | None) -> int | None:
+    """The deadline once a write with ``timed`` lands."""
+    if timed is None or timed.deadline is None:
+        return stored.deadline
+    return timed.deadline
 
 
 def _check_after(after: int, field: str) -> None:

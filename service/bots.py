@@ -15,14 +15,14 @@ import msgspec
 
 import engine
 from engine import Event, GameState, IllegalActionError, InvalidInputError
-from engine.bots import BotSettings, Suggestion, choose, parse_bot, players_to_act
+from engine.bots import BotSettings, Suggestion, bot_to_dict, choose, parse_bot, players_to_act
 
 from . import metrics
 from .errors import ServiceError, from_engine
 
 T = TypeVar("T")
 Think = Callable[[Callable[[], T]], T]
-Commit = Callable[[int, GameState, list[Event]], bool]
+Commit = Callable[[int, GameState, GameState, list[Event]], bool]
 
 
 def think_here(work: Callable[[], T]) -> T:
@@ -92,9 +92,10 @@ class Bots:
     def play(self, version: int, state: GameState, bots: dict[str, BotSettings], commit: Commit,
              most: int) -> tuple[int, GameState, list[Event]]:
         """Let bot seats move while one has an action, at most ``most`` moves: each is
-        handed to ``commit(expected version, next state, events)``, which stores it as a
-        version of its own, or answers False when another caller moved the session on
-        (that caller's call goes on with the bots). Stops then, when a person is to act
+        handed to ``commit(expected version, state before, state after, events)``, which
+        stores it as a version of its own (and may add events to the list), or answers
+        False when another caller moved the session on (that caller's call goes on with
+        the bots). Stops then, when a person is to act
         or when the game is over. Returns the last version, its state, and the bots'
         events (unredacted, each with its version)."""
         moved: list[Event] = []
@@ -104,7 +105,7 @@ class Bots:
                 break
             action = self.move(engine.view_doc(state, actor), bots[actor], version)
             next_state, events = engine.apply(state, action)  # a bot chooses among the legal actions
-            if not commit(version, next_state, events):
+            if not commit(version, state, next_state, events):
                 break
             metrics.count_action("bot", "applied")
             version, state = version + 1, next_state
@@ -122,3 +123,8 @@ class Bots:
 def decode_bots(raw: bytes) -> dict[str, BotSettings]:
     """The bot seats stored with a session: player id to settings."""
     return msgspec.json.decode(raw, type=dict[str, BotSettings])
+
+
+def encode_bots(bots: dict[str, BotSettings]) -> bytes:
+    """The bot seats as stored with a session."""
+    return msgspec.json.encode({pid: bot_to_dict(settings) for pid, settings in bots.items()})

@@ -55,6 +55,10 @@ class Settings:
     bot_max_simulations: int = 2_000
     bot_max_budget_ms: int = 1_000
     bot_moves_per_call: int = 50
+    turn_seconds_min: int = 1
+    turn_seconds_max: int = 86_400
+    timers: bool = True
+    timer_interval: float = 0.1
     log_level: str = "info"
 
     ENV: ClassVar[dict[str, str]] = {
@@ -78,6 +82,8 @@ class Settings:
         "max_body_bytes": "ONO99_MAX_BODY_BYTES", "log_level": "ONO99_LOG_LEVEL",
         "bot_max_simulations": "ONO99_BOT_MAX_SIMULATIONS", "bot_max_budget_ms": "ONO99_BOT_MAX_BUDGET_MS",
         "bot_moves_per_call": "ONO99_BOT_MOVES_PER_CALL",
+        "turn_seconds_min": "ONO99_TURN_SECONDS_MIN", "turn_seconds_max": "ONO99_TURN_SECONDS_MAX",
+        "timers": "ONO99_TIMERS", "timer_interval": "ONO99_TIMER_INTERVAL",
     }
 
     @property

@@ -4,9 +4,14 @@ Keys of session ``S`` (the hash tag keeps them in one Redis Cluster slot):
 
 - ``ono99:{S}:game``   hash: ``version``, ``state`` (JSON), ``seats`` (JSON of player id
   to SHA-256 of the seat token; a seat made for a bot has none), ``bots`` (JSON of
-  player id to the settings of the bot playing that seat), ``ttl`` (seconds)
+  player id to the settings of the bot playing that seat), ``ttl`` (seconds), and for a
+  session with a turn timer ``timer`` (JSON of its settings), ``deadline`` (epoch ms of
+  the turn's end, 0 when none runs) and ``timeouts`` (JSON of player id to timeouts in
+  a row)
 - ``ono99:{S}:events`` list: element ``v - 1`` holds the events (JSON) of version ``v``
 - ``ono99:{S}:idem``   hash: Idempotency-Key → recorded answer
+- ``ono99:{S}:inflight`` a seat's action in flight in a timed session: the timer waits
+- ``ono99:timers``      sorted set: the game key of each timed session, by its deadline
 - channel ``ono99:{S}:live``: the new version number, published on every commit
 
 Every key expires ``ttl`` seconds after the session's last activity. An action costs
@@ -30,31 +35,61 @@ from .errors import ServiceError
 
 log = logging.getLogger("ono99.store")
 
-# KEYS: game, events, idem. ARGV: expected version, state, events JSON, ttl ms,
-# idempotency key ('' for none), recorded answer, live channel, bots JSON ('' to keep).
+# KEYS: game, events, idem, and for a timed session timers and inflight. ARGV: expected
+# version, state, ttl ms, idempotency key ('' for none), recorded answer, live channel,
+# bots JSON ('' to keep), timeouts JSON ('' to keep), deadline ('' to keep, '0' none,
+# else epoch ms), forced ('' for an action; else the timekeeper's clock in epoch ms:
+# apply only if the deadline has passed and no action is in flight), then the events
+# JSON of each new version (one for each).
 _COMMIT = """
 local version = redis.call('HGET', KEYS[1], 'version')
 if not version then return {-1, 0} end
 version = tonumber(version)
 if version ~= tonumber(ARGV[1]) then return {0, version} end
-version = version + 1
+if ARGV[10] ~= '' then
+  local due = tonumber(redis.call('HGET', KEYS[1], 'deadline') or '0')
+  if due == 0 or due > tonumber(ARGV[10]) or redis.call('EXISTS', KEYS[5]) == 1 then return {2, version} end
+end
+version = version + #ARGV - 10
 redis.call('HSET', KEYS[1], 'version', version, 'state', ARGV[2])
-if ARGV[8] ~= '' then redis.call('HSET', KEYS[1], 'bots', ARGV[8]) end
-redis.call('RPUSH', KEYS[2], ARGV[3])
-if ARGV[5] ~= '' then redis.call('HSET', KEYS[3], ARGV[5], ARGV[6]) end
-for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], ARGV[4]) end
-redis.call('PUBLISH', ARGV[7], version)
+if ARGV[7] ~= '' then redis.call('HSET', KEYS[1], 'bots', ARGV[7]) end
+if ARGV[8] ~= '' then redis.call('HSET', KEYS[1], 'timeouts', ARGV[8]) end
+for i = 11, #ARGV do redis.call('RPUSH', KEYS[2], ARGV[i]) end
+if ARGV[4] ~= '' then redis.call('HSET', KEYS[3], ARGV[4], ARGV[5]) end
+for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], ARGV[3]) end
+if #KEYS == 5 then
+  if ARGV[9] ~= '' then
+    redis.call('HSET', KEYS[1], 'deadline', ARGV[9])
+    if ARGV[9] == '0' then redis.call('ZREM', KEYS[4], KEYS[1])
+    else redis.call('ZADD', KEYS[4], ARGV[9], KEYS[1]) end
+  end
+  redis.call('DEL', KEYS[5])
+end
+redis.call('PUBLISH', ARGV[6], version)
 return {1, version}
 """
 
+# KEYS: timers. ARGV: now (epoch ms), lease ms, most. The due sessions' game keys and
+# deadlines; each is pushed ``lease`` ms on, so that another timekeeper takes it up if
+# this one dies before it moves (a move lands only through the commit's version check).
+_CLAIM = """
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'WITHSCORES', 'LIMIT', 0, ARGV[3])
+for i = 1, #due, 2 do redis.call('ZADD', KEYS[1], 'XX', tonumber(ARGV[1]) + tonumber(ARGV[2]), due[i]) end
+return due
+"""
+
+TIMERS = "ono99:timers"  # sorted set: a timed session's game key, scored by its turn's deadline
+
 FIRST_VERSION = 1  # a new session's version; each action adds one
 
-# KEYS: game, events. ARGV: state, seats, events JSON, ttl s, first version, bots JSON.
-# Creates only if absent.
+# KEYS: game, events, and timers for a timed session. ARGV: state, seats, events JSON,
+# ttl s, first version, bots JSON, timer JSON, deadline (epoch ms; '0' none). Creates
+# only if absent.
 _CREATE = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], 'version', ARGV[5], 'state', ARGV[1], 'seats', ARGV[2], 'ttl', ARGV[4],
-           'bots', ARGV[6])
+           'bots', ARGV[6], 'timer', ARGV[7], 'deadline', ARGV[8])
+if #KEYS == 3 and ARGV[8] ~= '0' then redis.call('ZADD', KEYS[3], ARGV[8], KEYS[1]) end
 redis.call('RPUSH', KEYS[2], ARGV[3])
 redis.call('EXPIRE', KEYS[1], ARGV[4])
 redis.call('EXPIRE', KEYS[2], ARGV[4])
@@ -99,6 +134,39 @@ class Stored:
     ttl: int
     idempotent: bytes | None
     bots: bytes = b"{}"
+    timer: bytes = b""  # the turn timer's settings (JSON), empty for an untimed session
+    deadline: int = 0  # epoch ms when the turn to play ends; 0: no timer runs
+    timeouts: bytes = b"{}"
+
+
+_FIELDS = ("version", "state", "seats", "ttl", "bots", "timer", "deadline", "timeouts")
+
+
+@dataclass(frozen=True)
+class Timed:
+    """The turn timer's part of a commit: ``deadline`` None keeps it (0: none runs),
+    ``timeouts`` empty keeps them, ``forced_at`` is set for a timekeeper's forced move."""
+
+    deadline: int | None = None
+    timeouts: bytes = b""
+    forced_at: int | None = None
+
+
+def inflight_key(session_id: str) -> str:
+    return f"ono99:{{{session_id}}}:inflight"
+
+
+def _session_of(game_key: bytes | str) -> str:
+    text = game_key.decode() if isinstance(game_key, bytes) else game_key
+    return text.split("{", 1)[1].rsplit("}", 1)[0]
+
+
+class NotDue(Exception):
+    """A forced move found its turn not due (a seat acted, or is acting)."""
+
+    def __init__(self, version: int) -> None:
+        super().__init__(version)
+        self.version = version
 
 
 class Conflict(Exception):
@@ -197,9 +265,11 @@ class SessionStore:
     def __init__(self, client: Client, breaker_failures: int = 3, breaker_reset: float = 2.0,
                  wait_aof: bool = False, timeout: float = 0.5) -> None:
         self.client = client
+        self.cluster = type(client).__name__ == "RedisCluster"  # no script may span its slots
         self._commit = client.register_script(_COMMIT)
         self._create = client.register_script(_CREATE)
         self._throttle = client.register_script(_THROTTLE)
+        self._claim = client.register_script(_CLAIM)
         self.breaker = Breaker(breaker_failures, breaker_reset)
         # With wait_aof a write is acknowledged only once Redis' append-only file holds
         # it (WAITAOF, Redis/Valkey 7.2+; immediate with appendfsync always).
@@ -258,10 +328,12 @@ class SessionStore:
             return False
 
     def create(self, session_id: str, state: bytes, seats: bytes, events: bytes, ttl: int,
-               bots: bytes = b"{}") -> bool:
-        """Store a new session at FIRST_VERSION; False if the id is taken."""
+               bots: bytes = b"{}", timer: bytes = b"", deadline: int = 0) -> bool:
+        """Store a new session at FIRST_VERSION; False if the id is taken. A ``timer``
+        schedules the first turn's ``deadline``."""
+        names = list(keys(session_id)[:2]) + ([TIMERS] if timer else [])
         return bool(self._call("create", lambda: self._durable(lambda client: self._create(
-            keys=keys(session_id)[:2], args=[state, seats, events, ttl, FIRST_VERSION, bots], client=client))))
+            keys=names, args=[state, seats, events, ttl, FIRST_VERSION, bots, timer, deadline], client=client))))
 
     def read(self, session_id: str, idempotency_key: str | None = None) -> Stored | None:
         """The session (None if unknown or expired), sliding its time to live."""
@@ -270,16 +342,17 @@ class SessionStore:
         def work() -> list[Any]:
             if idempotency_key:
                 pipe = self.client.pipeline(transaction=False)
-                pipe.hmget(game, "version", "state", "seats", "ttl", "bots")
+                pipe.hmget(game, *_FIELDS)
                 pipe.hget(idem, idempotency_key)
                 return list(pipe.execute())
-            return [self.client.hmget(game, "version", "state", "seats", "ttl", "bots")]  # one command: no pipeline
+            return [self.client.hmget(game, *_FIELDS)]  # one command needs no pipeline
 
         replies = self._call("read", work)
-        version, state, seats, ttl, bots = replies[0]
+        version, state, seats, ttl, bots, timer, deadline, timeouts = replies[0]
         if version is None:
             return None
-        return Stored(int(version), state, seats, int(ttl), replies[1] if idempotency_key else None, bots or b"{}")
+        return Stored(int(version), state, seats, int(ttl), replies[1] if idempotency_key else None, bots or b"{}",
+                      timer or b"", int(deadline or 0), timeouts or b"{}")
 
     def touch(self, session_id: str, ttl: int) -> None:
         """Slide the session's time to live (reads count as activity)."""
@@ -291,19 +364,46 @@ class SessionStore:
 
         self._call("touch", work)
 
-    def commit(self, session_id: str, expected: int, state: bytes, events: bytes, ttl: int,
-               idempotency_key: str | None = None, answer: bytes = b"", bots: bytes = b"") -> int:
-        """Atomically store version ``expected + 1`` (and new ``bots``, unless empty);
-        raise Conflict if the session moved on."""
+    def commit(self, session_id: str, expected: int, state: bytes, events: bytes | list[bytes], ttl: int,
+               idempotency_key: str | None = None, answer: bytes = b"", bots: bytes = b"",
+               timed: Timed | None = None) -> int:
+        """Atomically store the versions after ``expected``, one for each events batch
+        (``events``: one batch, or a list), and new ``bots``, unless empty; with
+        ``timed``, the turn timer's part. Raise Conflict if the session moved on, and
+        NotDue when a forced move finds the deadline not passed or an action in flight."""
+        batches = [events] if isinstance(events, bytes) else events
+        names = list(keys(session_id)) + ([TIMERS, inflight_key(session_id)] if timed else [])
+        timed = timed or Timed()
         status, version = self._call("commit", lambda: self._durable(lambda client: self._commit(
-            keys=keys(session_id), client=client,
-            args=[expected, state, events, ttl * 1000, idempotency_key or "", answer, live_channel(session_id),
-                  bots])))
+            keys=names, client=client,
+            args=[expected, state, ttl * 1000, idempotency_key or "", answer, live_channel(session_id), bots,
+                  timed.timeouts, "" if timed.deadline is None else timed.deadline,
+                  "" if timed.forced_at is None else timed.forced_at, *batches])))
         if status == -1:
             raise ServiceError("not_found", "the session ended while the action was applied")
         if status == 0:
             raise Conflict(int(version))
+        if status == 2:
+            raise NotDue(int(version))
         return int(version)
+
+    def claim_due(self, now_ms: int, lease_ms: int, most: int) -> list[tuple[str, int]]:
+        """Timed sessions whose deadline has passed, as (session id, deadline), each
+        pushed ``lease_ms`` on (see _CLAIM)."""
+        found = self._call("claim", lambda: self._claim(keys=[TIMERS], args=[now_ms, lease_ms, most]))
+        return [(_session_of(found[i]), int(float(found[i + 1]))) for i in range(0, len(found), 2)]
+
+    def unschedule(self, session_id: str) -> None:
+        """Forget a session's timer (it ended, or expired)."""
+        self._call("unschedule", lambda: self.client.zrem(TIMERS, keys(session_id)[0]))
+
+    def mark_inflight(self, session_id: str, ms: int) -> None:
+        """A seat's action is being judged: the timer waits for it (at most ``ms``)."""
+        self._call("inflight", lambda: self.client.set(inflight_key(session_id), 1, px=max(1, ms)))
+
+    def clear_inflight(self, session_id: str) -> None:
+        """The action in flight was refused: the timer need not wait for it."""
+        self._call("inflight", lambda: self.client.delete(inflight_key(session_id)))
 
     def record(self, session_id: str, idempotency_key: str, answer: bytes) -> None:
         """Replace the recorded answer of an idempotency key (the session's bots moved on
@@ -334,5 +434,11 @@ class SessionStore:
         return int(wait_ms) / 1000.0
 
     def delete(self, session_id: str) -> bool:
-        """Delete a session; False if it did not exist."""
-        return bool(self._call("delete", lambda: self.client.delete(*keys(session_id))))
+        """Delete a session (and its timer); False if it did not exist."""
+        def work() -> Any:
+            pipe = self.client.pipeline(transaction=False)
+            pipe.delete(*keys(session_id))
+            pipe.zrem(TIMERS, keys(session_id)[0])
+            return pipe.execute()[0]
+
+        return bool(self._call("delete", work))

@@ -1,0 +1,122 @@
+"""Turn timers: a session never waits forever for a player who left.
+
+A timed session gives the player to act ``turn_seconds``; the deadline (epoch ms) is
+kept with the session and in one Redis sorted set (``store.TIMERS``). When it passes, a
+timekeeper (:mod:`service.timekeeper`, any number of them on any number of replicas)
+claims the session and moves for the player, through the same compare-and-set as an
+action, at the version whose deadline passed: ``on_timeout`` ``"bot"`` (a bot's move),
+``"draw"`` (the least harmful action: an owed draw, else the card that raises the
+total least) or ``"forfeit"`` (the player leaves the game, R-TIME-1). After
+``timeouts_to_bot`` timeouts in a row the seat is handed to a bot until the seat's
+token acts again (or takes the seat back).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+import engine
+from engine import Event, GameState
+from engine.bots import BotSettings, bot_to_dict
+
+from .errors import ServiceError
+
+ON_TIMEOUT = ("bot", "draw", "forfeit")
+TURN_SECONDS_RANGE = (1, 86_400)
+INFLIGHT_GRACE_MS = 2_000  # how long past its deadline an action in flight holds the timer at most
+
+
+def now_ms() -> int:
+    """The service's clock in epoch milliseconds (replicas keep their clocks in step, NTP)."""
+    return int(time.time() * 1000)
+
+
+@dataclass(frozen=True)
+class TurnTimer:
+    """A session's turn timer, as stored with it."""
+
+    turn_ms: int
+    on_timeout: str
+    bot: BotSettings
+    timeouts_to_bot: int
+
+    def encode(self) -> bytes:
+        return msgspec.json.encode({"turn_ms": self.turn_ms, "on_timeout": self.on_timeout,
+                                    "bot": bot_to_dict(self.bot), "timeouts_to_bot": self.timeouts_to_bot})
+
+    @classmethod
+    def decode(cls, raw: bytes) -> TurnTimer:
+        doc = msgspec.json.decode(raw)
+        return cls(doc["turn_ms"], doc["on_timeout"], msgspec.convert(doc["bot"], BotSettings),
+                   doc["timeouts_to_bot"])
+
+
+def parse_timer(turn_seconds: Any, on_timeout: Any, timeouts_to_bot: Any, bot: BotSettings,
+                seconds_range: tuple[int, int]) -> TurnTimer | None:
+    """A session's turn timer from its creation options (None: no timer); errors name
+    the field."""
+    if turn_seconds is None:
+        for name, value in (("on_timeout", on_timeout), ("timeouts_to_bot", timeouts_to_bot)):
+            if value is not None:
+                raise ServiceError("invalid_request", f"{name} needs turn_seconds", field=name)
+        return None
+    low, high = seconds_range
+    if type(turn_seconds) is not int or not low <= turn_seconds <= high:
+        raise ServiceError("invalid_request", f"turn_seconds must be an integer from {low} to {high}",
+                           field="turn_seconds")
+    on_timeout = "bot" if on_timeout is None else on_timeout
+    if on_timeout not in ON_TIMEOUT:
+        raise ServiceError("invalid_request", f"on_timeout must be one of {', '.join(ON_TIMEOUT)}",
+                           field="on_timeout")
+    timeouts_to_bot = 2 if timeouts_to_bot is None else timeouts_to_bot
+    if type(timeouts_to_bot) is not int or not 0 <= timeouts_to_bot <= 100:
+        raise ServiceError("invalid_request", "timeouts_to_bot must be an integer from 0 (never) to 100",
+                           field="timeouts_to_bot")
+    return TurnTimer(turn_seconds * 1000, on_timeout, bot, timeouts_to_bot)
+
+
+def to_act(state: GameState) -> str | None:
+    """The player the turn timer waits for: the player to act (None once over)."""
+    if state.status != "playing" or state.current is None:
+        return None
+    return state.players[state.current].id
+
+
+def next_deadline(timer: TurnTimer, before: GameState | None, after: GameState, now: int,
+                  forced: bool = False) -> int | None:
+    """The deadline a version sets: a new one when another player is to act (or after a
+    forced move), 0 once the game is over, None to keep the running one."""
+    if to_act(after) is None:
+        return 0
+    if forced or before is None or to_act(before) != to_act(after) or before.round != after.round:
+        return now + timer.turn_ms
+    return None
+
+
+def turn_started(state: GameState, deadline: int) -> Event:
+    """The event that starts a timed turn."""
+    return {"type": "turn_started", "player": to_act(state), "deadline_ms": deadline}
+
+
+def cautious_action(view: engine.ViewDoc) -> engine.Action:
+    """``on_timeout: "draw"``: the least harmful action for the view's seat: an owed
+    draw; else the number card that raises the total least; else a card that adds
+    nothing; else a ``-10`` (the cards that are always safe are kept while they can
+    be); else the swap."""
+    from engine.bots.seat import Seat, owed_draw
+    from engine.game import new_total
+
+    seat = Seat(view)
+    actions = seat.actions()
+    draw = owed_draw(actions)
+    if draw is not None:
+        return draw
+    plays = [a for a in actions if a.card is not None]
+    if not plays:
+        return actions[0]
+    order = {"-10": 2, "reverse": 1, "play2": 1, "hold": 1, "ono99": 1}
+    return min(plays, key=lambda a: (order.get(a.card or "", 0), new_total(seat.rules, view.total, a.card or "")))

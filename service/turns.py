@@ -1,0 +1,138 @@
+"""What moves a session on besides its people's actions: bot seats and turn timers.
+
+Every version written here goes through the store's one compare-and-set, like an
+action's; a turn timer's part of it (the next deadline, the ``turn_started`` event) is
+worked out by :meth:`Turns.timed` for every write of a timed session.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+import engine
+from engine import Event, GameState
+from engine.leaving import forfeit
+
+from . import metrics
+from .bots import Bots, decode_bots, encode_bots
+from .store import Conflict, NotDue, SessionStore, Stored, Timed
+from .timers import TurnTimer, cautious_action, next_deadline, now_ms, to_act, turn_started
+
+log = logging.getLogger("ono99.turns")
+_json = msgspec.json.Encoder()
+_decode_counts = msgspec.json.Decoder(dict[str, int])
+
+
+class Turns:
+    """Bot seats' moves and turn timers' forced moves for the sessions of ``store``."""
+
+    def __init__(self, store: Callable[[], SessionStore], bots: Bots, bot_moves_per_call: int) -> None:
+        self.store = store
+        self.bots = bots
+        # Bot seats' moves made within one call at most (a table of bots alone would
+        # otherwise play a whole game inside one request); the next call goes on.
+        self.bot_moves_per_call = bot_moves_per_call
+
+    @staticmethod
+    def timed(stored: Stored, before: GameState | None, after: GameState, batch: list[Event],
+              timeouts: dict[str, int] | None = None, forced_at: int | None = None) -> Timed | None:
+        """The turn timer's part of a write from ``before`` to ``after`` (None for an
+        untimed session): a new deadline when another player is to act, announced by a
+        ``turn_started`` event appended to ``batch``."""
+        if not stored.timer:
+            return None
+        timer = TurnTimer.decode(stored.timer)
+        deadline = next_deadline(timer, before, after, now_ms(), forced=forced_at is not None)
+        if deadline:
+            batch.append(turn_started(after, deadline))
+        return Timed(deadline, _json.encode(timeouts) if timeouts is not None else b"", forced_at)
+
+    def bots_play(self, session_id: str, stored: Stored, version: int,
+                  state: GameState) -> tuple[int, GameState, list[Event], int | None]:
+        """Bot seats' moves from ``version`` on (see :meth:`Bots.play`), each committed
+        with the same compare-and-set as a person's action. Also the last deadline set
+        (None: unchanged)."""
+        deadline: list[int | None] = [None]
+
+        def commit(expected: int, before: GameState, after: GameState, events: list[Event]) -> bool:
+            timed = self.timed(stored, before, after, events)
+            try:
+                self.store().commit(session_id, expected, engine.dumps_state(after), _json.encode(events),
+                                    stored.ttl, timed=timed)
+            except Conflict:
+                return False
+            if timed is not None and timed.deadline is not None:
+                deadline[0] = timed.deadline
+            log.info("bot moved", extra={"session_id": session_id, "version": expected + 1})
+            return True
+
+        version, state, moved = self.bots.play(version, state, decode_bots(stored.bots), commit,
+                                               self.bot_moves_per_call)
+        return version, state, moved, deadline[0]
+
+    def force(self, session_id: str, now: int) -> str:
+        """A timekeeper's move for the player whose turn's deadline has passed: what was
+        done (``applied``, ``bot_moved``), or why nothing was (``gone``, ``not_due``,
+        ``moved_on``)."""
+        store = self.store()
+        stored = store.read(session_id)
+        if stored is None or not stored.timer or not stored.deadline:
+            store.unschedule(session_id)
+            return "gone"
+        if stored.deadline > now:
+            return "not_due"
+        state = engine.loads_state(stored.state)
+        player = to_act(state)
+        bots = decode_bots(stored.bots)
+        if player is None:
+            store.unschedule(session_id)
+            return "gone"
+        if player in bots:  # its move was left unmade by a failed call: make it
+            return "bot_moved" if self.bots_play(session_id, stored, stored.version, state)[2] else "moved_on"
+        timer = TurnTimer.decode(stored.timer)
+        timeouts = _decode_counts.decode(stored.timeouts)
+        timeouts[player] = timeouts.get(player, 0) + 1
+        after, events, done = self._forced_move(timer, state, player, stored.version)
+        timed_out: Event = {"type": "turn_timed_out", "player": player, "on_timeout": timer.on_timeout,
+                            "deadline_ms": stored.deadline, **done}
+        new_bots = b""
+        if (timer.timeouts_to_bot and timeouts[player] >= timer.timeouts_to_bot and timer.on_timeout != "forfeit"
+                and after.status == "playing"):
+            bots[player] = timer.bot  # escalation: a bot plays the seat until its person is back
+            events.append({"type": "seat_changed", "player": player, "bot": timer.bot.kind, "reason": "timeouts"})
+            new_bots = encode_bots(bots)
+        timed = self.timed(stored, state, after, events, timeouts, forced_at=now)
+        try:
+            version = store.commit(session_id, stored.version, engine.dumps_state(after),
+                                   [_json.encode([timed_out]), _json.encode(events)], stored.ttl,
+                                   bots=new_bots, timed=timed)
+        except NotDue:
+            return "not_due"
+        except Conflict:
+            return "moved_on"
+        metrics.count_action("timer", "applied")
+        log.info("turn timed out", extra={"session_id": session_id, "version": version, "player": player,
+                                          "action": timer.on_timeout})
+        if new_bots or bots:
+            refreshed = store.read(session_id)
+            if refreshed is not None:
+                self.bots_play(session_id, refreshed, version, after)
+        return "applied"
+
+    def _forced_move(self, timer: TurnTimer, state: GameState, player: str,
+                     version: int) -> tuple[GameState, list[Event], dict[str, Any]]:
+        """The move a timer makes for ``player``: the state after it, its events, and
+        what was done (for the ``turn_timed_out`` event)."""
+        if timer.on_timeout == "forfeit":
+            after, events = forfeit(state, player)
+            return after, events, {}
+        view = engine.view_doc(state, player)
+        action = self.bots.move(view, timer.bot, version) if timer.on_timeout == "bot" else cautious_action(view)
+        after, events = engine.apply(state, action)
+        return after, events, {"action": engine.format_action(action)}
+
+
