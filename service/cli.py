@@ -180,6 +180,11 @@ def serve(args: argparse.Namespace, settings: Settings) -> int:
     env = _child_env(settings)
     grpc_process = subprocess.Popen([sys.executable, "-m", "service.cli", "grpc"], env=env)
     children.watch("gRPC server", grpc_process)
+    keeper = None
+    if settings.sessions and settings.timers:
+        keeper = subprocess.Popen([sys.executable, "-m", "service.cli", "timers"],
+                                  env={**env, "ONO99_METRICS_PORT": "0"})  # the gRPC process has the port
+        children.watch("timekeeper", keeper)
     code: int | str | None = 0
     try:
         run_gunicorn(settings)
@@ -190,11 +195,14 @@ def serve(args: argparse.Namespace, settings: Settings) -> int:
     finally:
         if os.getpid() == owner:
             children.closing = True
-            grpc_process.terminate()
-            try:
-                grpc_process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                grpc_process.kill()
+            processes = [p for p in (grpc_process, keeper) if p is not None]
+            for child in processes:
+                child.terminate()
+            for child in processes:
+                try:
+                    child.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    child.kill()
             if server is not None:
                 server.stop()
     if children.died is not None:
@@ -260,6 +268,27 @@ def grpc(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def timers(args: argparse.Namespace, settings: Settings) -> int:
+    """The timekeeper alone: moves for players whose turn's deadline passed."""
+    _needs_redis("timers", settings)
+    if not ports_free(settings, "metrics"):
+        return 1
+    from prometheus_client import start_http_server
+
+    from .application import Application
+    from .timekeeper import Timekeeper
+
+    app = Application.from_settings(settings)
+    assert app.store is not None
+    if settings.metrics_port:
+        start_http_server(settings.metrics_port, addr=settings.host)
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    Timekeeper(app.store, app.turns, settings.timer_interval).run(stop)
+    return 0
+
+
 def check(args: argparse.Namespace, settings: Settings) -> int:
     """Exit 0 when the target answers ready: an HTTP URL (2xx), or grpc://host:port whose
     health service reports SERVING. For container health checks."""
@@ -303,6 +332,11 @@ def main(argv: list[str] | None = None) -> int:
     p_grpc.add_argument("--metrics-port", type=int,
                         help="Prometheus metrics of the gRPC process (ONO99_METRICS_PORT, default 9464; 0: off)")
     p_grpc.set_defaults(func=grpc)
+    p_timers = sub.add_parser("timers", help="run a timekeeper: forced moves of timed sessions")
+    _common(p_timers)
+    p_timers.add_argument("--metrics-port", type=int,
+                          help="Prometheus metrics of the timekeeper (ONO99_METRICS_PORT, default 9464; 0: off)")
+    p_timers.set_defaults(func=timers)
     p_check = sub.add_parser("check", help="health check of a running server (for containers)")
     p_check.add_argument("target", help="http://host:port/readyz or grpc://host:port")
     p_check.add_argument("--service", default="", help="gRPC health service name (default: the whole server)")

@@ -58,6 +58,8 @@ class Settings:
     turn_seconds_min: int = 1
     turn_seconds_max: int = 86_400
     timers: bool = True
+    events_wait_max: float = 30.0
+    http_waiters: int = 1000
     timer_interval: float = 0.1
     log_level: str = "info"
 
@@ -83,7 +85,8 @@ class Settings:
         "bot_max_simulations": "ONO99_BOT_MAX_SIMULATIONS", "bot_max_budget_ms": "ONO99_BOT_MAX_BUDGET_MS",
         "bot_moves_per_call": "ONO99_BOT_MOVES_PER_CALL",
         "turn_seconds_min": "ONO99_TURN_SECONDS_MIN", "turn_seconds_max": "ONO99_TURN_SECONDS_MAX",
-        "timers": "ONO99_TIMERS", "timer_interval": "ONO99_TIMER_INTERVAL",
+        "timers": "ONO99_TIMERS", "events_wait_max": "ONO99_EVENTS_WAIT_MAX",
+        "http_waiters": "ONO99_HTTP_WAITERS", "timer_interval": "ONO99_TIMER_INTERVAL",
     }
 
     @property

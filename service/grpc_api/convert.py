@@ -122,9 +122,14 @@ def action_message(action: Any) -> pb.Action:
 
 
 def _event_fields(event: dict[str, Any]) -> dict[str, Any]:
-    """An event object as Event message fields: the same keys, its card as the enum."""
+    """An event object as Event message fields: the same keys, its card as the enum, a
+    forced move's action as an Action."""
     card = event.get("card")
-    return event if card is None else {**event, "card": _ENUM_OF[card]}
+    if card is not None:
+        event = {**event, "card": _ENUM_OF[card]}
+    if "action" in event:
+        event = {**event, "action": action_message(parse_action(event["action"]))}
+    return event
 
 
 def event_message(event: dict[str, Any]) -> pb.Event:
@@ -313,6 +318,8 @@ def view_message(view: dict[str, Any]) -> pb.View:
         status=_GAME_ENUM[view["status"]], winners=view["winners"], round_starter=view["round_starter"],
         owed_draws=view["owed_draws"], turn=pb.Turn(**view["turn"]),
         legal_actions=[action_message(parse_action(a)) for a in view["legal_actions"]])
+    if view.get("deadline_ms") is not None:
+        msg.deadline_ms = view["deadline_ms"]
     if view["viewer"] is not None:
         msg.viewer = view["viewer"]
     if view["current"] is not None:

@@ -72,8 +72,12 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
             game = request.game
             players = [{"id": p, "bot": convert.bot_doc(request.bots[p])} if p in request.bots else p
                        for p in game.players]
+            timer = {"turn_seconds": request.turn_seconds if request.HasField("turn_seconds") else None,
+                     "on_timeout": request.on_timeout or None,
+                     "timeouts_to_bot": request.timeouts_to_bot if request.HasField("timeouts_to_bot") else None,
+                     "timeout_bot": convert.bot_doc(request.timeout_bot) if request.HasField("timeout_bot") else None}
             made = self.app.create_session(
-                convert.rules_doc(game.rules), players, seed=seed_of(game),
+                convert.rules_doc(game.rules), players, seed=seed_of(game), timer=timer,
                 deck=convert.cards(game.deck, "deck") if game.deck else None, ttl=request.ttl_seconds or None,
                 caller=caller)
             response = pb.CreateSessionResponse(session_id=made.session_id, version=made.version, seats=made.seats,

@@ -18,6 +18,7 @@ from ..signing import warn_unsigned_states
 from . import docs, games, sessions
 from .problems import PROBLEM_JSON, from_http_exception, from_unexpected, problem_response
 from .schemas import ProblemSchema, engine_components
+from .waiting import Waiters
 
 log = logging.getLogger("ono99.http")
 access = logging.getLogger("ono99.access")
@@ -66,6 +67,7 @@ def create_app(settings: Settings | None = None, application: Application | None
     )
     app.extensions["ono99"] = application
     app.extensions["ono99.settings"] = settings
+    app.extensions["ono99.waiters"] = Waiters(settings.connect_redis, settings.http_waiters)
     api = ProblemApi(app)
     for name, schema in engine_components().items():
         api.spec.components.schema(name, component=schema)

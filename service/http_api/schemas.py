@@ -145,6 +145,13 @@ def BotField(**kwargs: Any) -> fields.Dict:
 class NewSessionSchema(NewGameSchema):
     """Body of POST /v1/sessions."""
 
+    turn_seconds = fields.Raw(load_default=None, metadata={"type": "integer", "description": (
+        "a turn timer: seconds each player has to act (1 to 86,400 unless the service narrows it; absent: none)")})
+    on_timeout = fields.Raw(load_default=None, metadata={"enum": ["bot", "draw", "forfeit"], "description": (
+        "what the timer does for a player who let the turn run out (default bot)")})
+    timeouts_to_bot = fields.Raw(load_default=None, metadata={"type": "integer", "description": (
+        "timeouts in a row after which a bot plays the seat until its token acts again (default 2; 0: never)")})
+    timeout_bot = BotField(load_default=None, allow_none=True)
     players = fields.List(SeatField(), required=True, validate=validate.Length(MIN_PLAYERS, MAX_PLAYERS),
                           metadata={"description": "seats in order (clockwise): a player id, or "
                                                    "{id, bot} for a seat a bot plays"})
@@ -296,6 +303,9 @@ class EventsQuerySchema(Strict):
 
     after = fields.Integer(load_default=0, validate=validate.Range(*EVENTS_AFTER_RANGE),
                            metadata={"description": "version already seen"})
+    wait = fields.Float(load_default=0, validate=validate.Range(0, 3600),
+                        metadata={"description": "seconds to wait for an event after `after` when there is "
+                                                 "none yet (long polling); capped by the service (30 by default)"})
 
 
 class EventsSchema(ma.Schema):

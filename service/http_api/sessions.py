@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from flask import Response, request
+from flask import Response, current_app, request
 from flask.views import MethodView
 
 import engine
@@ -28,11 +28,13 @@ from .schemas import (
     SuggestionSchema,
     VersionSchema,
 )
+from .waiting import wait_for_events
 
 blp = ApiBlueprint("sessions", __name__, url_prefix="/v1/sessions",
                    description="Games kept by the service; each seat authenticates with its token")
 
 AUTH: list[dict[str, list[str]]] = [{"seatToken": []}]
+TIMER_OPTIONS = ("turn_seconds", "on_timeout", "timeouts_to_bot", "timeout_bot")
 _ETAG = re.compile(r"v[0-9]{1,18}")
 
 
@@ -65,7 +67,7 @@ class Sessions(MethodView):
         caller = Caller(request.remote_addr or "unknown", request.headers.get("X-API-Key") or _token())
         made = app_layer().create_session(
             body["rules"], body["players"], seed=body["seed"], deck=body["deck"], ttl=body["ttl_seconds"],
-            caller=caller)
+            caller=caller, timer={name: body[name] for name in TIMER_OPTIONS})
         return json_response({"session_id": made.session_id, "version": made.version, "seats": made.seats,
                               "view": made.view, "events": made.events}, 201,
                              headers={"Location": f"/v1/sessions/{made.session_id}", "ETag": f'"v{made.version}"'})
@@ -126,10 +128,26 @@ class Events(MethodView):
     @blp.response(200, EventsSchema)
     @blp.doc(security=AUTH)
     @document_errors(blp, 401, 404, 503)
+    @document_errors(blp, 429)
     def get(self, query: dict[str, Any], session_id: str) -> Response:
         """The session's events after version ``after``, as the caller may see them: at most
-        1,000 versions a call; the next call asks for those after the last one returned."""
-        return json_response({"events": app_layer().session_events(session_id, _token(), query["after"])})
+        1,000 versions a call; the next call asks for those after the last one returned.
+        With ``wait`` (seconds, capped by the service), the answer waits until there is
+        at least one such event or the time is up (long polling)."""
+        app, after = app_layer(), query["after"]
+        wait = min(query["wait"], current_app.extensions["ono99.settings"].events_wait_max)
+        if wait <= 0:
+            return json_response({"events": app.session_events(session_id, _token(), after)})
+        viewer = app.open_watch(session_id, _token(), after)
+
+        def read() -> list[Any]:
+            found = app.events_for(session_id, viewer, after)
+            if found is None:
+                raise ServiceError("not_found", f"no session {session_id!r} (unknown or expired)")
+            return found.events
+
+        with current_app.extensions["ono99.waiters"].waiting(session_id) as changed:
+            return json_response({"events": wait_for_events(read, changed, wait)})
 
 
 @blp.route("/<session_id>/suggest")

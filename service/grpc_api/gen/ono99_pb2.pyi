@@ -222,7 +222,7 @@ class ViewPlayer(_message.Message):
     def __init__(self, id: _Optional[str] = ..., hand_visible: _Optional[bool] = ..., hand: _Optional[_Iterable[_Union[Card, str]]] = ..., hand_count: _Optional[int] = ..., status: _Optional[_Union[PlayerStatus, str]] = ..., tokens: _Optional[int] = ..., score: _Optional[int] = ..., busted: _Optional[bool] = ...) -> None: ...
 
 class View(_message.Message):
-    __slots__ = ("viewer", "rules", "players", "draw_pile_count", "discard_pile", "total", "direction", "current", "play2", "round", "status", "winners", "round_starter", "owed_draws", "turn", "legal_actions")
+    __slots__ = ("viewer", "rules", "players", "draw_pile_count", "discard_pile", "total", "direction", "current", "play2", "round", "status", "winners", "round_starter", "owed_draws", "turn", "legal_actions", "deadline_ms")
     VIEWER_FIELD_NUMBER: _ClassVar[int]
     RULES_FIELD_NUMBER: _ClassVar[int]
     PLAYERS_FIELD_NUMBER: _ClassVar[int]
@@ -239,6 +239,7 @@ class View(_message.Message):
     OWED_DRAWS_FIELD_NUMBER: _ClassVar[int]
     TURN_FIELD_NUMBER: _ClassVar[int]
     LEGAL_ACTIONS_FIELD_NUMBER: _ClassVar[int]
+    DEADLINE_MS_FIELD_NUMBER: _ClassVar[int]
     viewer: str
     rules: Rules
     players: _containers.RepeatedCompositeFieldContainer[ViewPlayer]
@@ -255,10 +256,11 @@ class View(_message.Message):
     owed_draws: _containers.RepeatedScalarFieldContainer[str]
     turn: Turn
     legal_actions: _containers.RepeatedCompositeFieldContainer[Action]
-    def __init__(self, viewer: _Optional[str] = ..., rules: _Optional[_Union[Rules, _Mapping]] = ..., players: _Optional[_Iterable[_Union[ViewPlayer, _Mapping]]] = ..., draw_pile_count: _Optional[int] = ..., discard_pile: _Optional[_Iterable[_Union[Card, str]]] = ..., total: _Optional[int] = ..., direction: _Optional[int] = ..., current: _Optional[str] = ..., play2: _Optional[_Union[Play2, _Mapping]] = ..., round: _Optional[int] = ..., status: _Optional[_Union[GameStatus, str]] = ..., winners: _Optional[_Iterable[str]] = ..., round_starter: _Optional[str] = ..., owed_draws: _Optional[_Iterable[str]] = ..., turn: _Optional[_Union[Turn, _Mapping]] = ..., legal_actions: _Optional[_Iterable[_Union[Action, _Mapping]]] = ...) -> None: ...
+    deadline_ms: int
+    def __init__(self, viewer: _Optional[str] = ..., rules: _Optional[_Union[Rules, _Mapping]] = ..., players: _Optional[_Iterable[_Union[ViewPlayer, _Mapping]]] = ..., draw_pile_count: _Optional[int] = ..., discard_pile: _Optional[_Iterable[_Union[Card, str]]] = ..., total: _Optional[int] = ..., direction: _Optional[int] = ..., current: _Optional[str] = ..., play2: _Optional[_Union[Play2, _Mapping]] = ..., round: _Optional[int] = ..., status: _Optional[_Union[GameStatus, str]] = ..., winners: _Optional[_Iterable[str]] = ..., round_starter: _Optional[str] = ..., owed_draws: _Optional[_Iterable[str]] = ..., turn: _Optional[_Union[Turn, _Mapping]] = ..., legal_actions: _Optional[_Iterable[_Union[Action, _Mapping]]] = ..., deadline_ms: _Optional[int] = ...) -> None: ...
 
 class Event(_message.Message):
-    __slots__ = ("type", "player", "card", "total", "cards", "direction", "reason", "tokens", "round", "points", "scores", "winners", "version", "bot")
+    __slots__ = ("type", "player", "card", "total", "cards", "direction", "reason", "tokens", "round", "points", "scores", "winners", "version", "bot", "deadline_ms", "on_timeout", "action")
     class PointsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -287,6 +289,9 @@ class Event(_message.Message):
     WINNERS_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
     BOT_FIELD_NUMBER: _ClassVar[int]
+    DEADLINE_MS_FIELD_NUMBER: _ClassVar[int]
+    ON_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
     type: str
     player: str
     card: Card
@@ -301,7 +306,10 @@ class Event(_message.Message):
     winners: _containers.RepeatedScalarFieldContainer[str]
     version: int
     bot: str
-    def __init__(self, type: _Optional[str] = ..., player: _Optional[str] = ..., card: _Optional[_Union[Card, str]] = ..., total: _Optional[int] = ..., cards: _Optional[int] = ..., direction: _Optional[int] = ..., reason: _Optional[str] = ..., tokens: _Optional[int] = ..., round: _Optional[int] = ..., points: _Optional[_Mapping[str, int]] = ..., scores: _Optional[_Mapping[str, int]] = ..., winners: _Optional[_Iterable[str]] = ..., version: _Optional[int] = ..., bot: _Optional[str] = ...) -> None: ...
+    deadline_ms: int
+    on_timeout: str
+    action: Action
+    def __init__(self, type: _Optional[str] = ..., player: _Optional[str] = ..., card: _Optional[_Union[Card, str]] = ..., total: _Optional[int] = ..., cards: _Optional[int] = ..., direction: _Optional[int] = ..., reason: _Optional[str] = ..., tokens: _Optional[int] = ..., round: _Optional[int] = ..., points: _Optional[_Mapping[str, int]] = ..., scores: _Optional[_Mapping[str, int]] = ..., winners: _Optional[_Iterable[str]] = ..., version: _Optional[int] = ..., bot: _Optional[str] = ..., deadline_ms: _Optional[int] = ..., on_timeout: _Optional[str] = ..., action: _Optional[_Union[Action, _Mapping]] = ...) -> None: ...
 
 class NewGameRequest(_message.Message):
     __slots__ = ("rules", "players", "seed_int", "seed_text", "deck")
@@ -419,7 +427,7 @@ class SuggestResponse(_message.Message):
     def __init__(self, action: _Optional[_Union[Action, _Mapping]] = ..., bot: _Optional[_Union[Bot, _Mapping]] = ..., stats: _Optional[_Mapping[str, float]] = ...) -> None: ...
 
 class CreateSessionRequest(_message.Message):
-    __slots__ = ("game", "bots", "ttl_seconds")
+    __slots__ = ("game", "bots", "turn_seconds", "on_timeout", "timeouts_to_bot", "timeout_bot", "ttl_seconds")
     class BotsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -429,11 +437,19 @@ class CreateSessionRequest(_message.Message):
         def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[Bot, _Mapping]] = ...) -> None: ...
     GAME_FIELD_NUMBER: _ClassVar[int]
     BOTS_FIELD_NUMBER: _ClassVar[int]
+    TURN_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    ON_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUTS_TO_BOT_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_BOT_FIELD_NUMBER: _ClassVar[int]
     TTL_SECONDS_FIELD_NUMBER: _ClassVar[int]
     game: NewGameRequest
     bots: _containers.MessageMap[str, Bot]
+    turn_seconds: int
+    on_timeout: str
+    timeouts_to_bot: int
+    timeout_bot: Bot
     ttl_seconds: int
-    def __init__(self, game: _Optional[_Union[NewGameRequest, _Mapping]] = ..., bots: _Optional[_Mapping[str, Bot]] = ..., ttl_seconds: _Optional[int] = ...) -> None: ...
+    def __init__(self, game: _Optional[_Union[NewGameRequest, _Mapping]] = ..., bots: _Optional[_Mapping[str, Bot]] = ..., turn_seconds: _Optional[int] = ..., on_timeout: _Optional[str] = ..., timeouts_to_bot: _Optional[int] = ..., timeout_bot: _Optional[_Union[Bot, _Mapping]] = ..., ttl_seconds: _Optional[int] = ...) -> None: ...
 
 class CreateSessionResponse(_message.Message):
     __slots__ = ("session_id", "version", "seats", "view", "events")

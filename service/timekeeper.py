@@ -1,0 +1,68 @@
+"""The timekeeper: moves for the players whose turn's deadline has passed.
+
+Any number of timekeepers, on any number of replicas, share one Redis. Each round one
+claims the due sessions of the timers sorted set (a Lua script that also pushes each
+claimed entry ``lease`` on, so that a timekeeper that dies mid-move leaves it to the
+others once the lease ends), and hands each to the application's forced move, which
+lands only through the session's compare-and-set at the version whose deadline passed:
+so every forced move is applied exactly once, whoever claims it and however often.
+Runs in ``ono99 serve`` (a process of its own) and as ``ono99 timers``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from . import metrics
+from .errors import ServiceError
+from .store import SessionStore
+from .timers import now_ms
+from .turns import Turns
+
+log = logging.getLogger("ono99.timekeeper")
+
+
+class Timekeeper:
+    """Claims due turns every ``interval`` seconds (at once again while a round found a
+    full batch) and moves for their players."""
+
+    def __init__(self, store: SessionStore, turns: Turns, interval: float = 0.1, lease_ms: int = 1_000,
+                 batch: int = 100) -> None:
+        self.store = store
+        self.turns = turns
+        self.interval = interval
+        self.lease_ms = lease_ms
+        self.batch = batch
+
+    def run_once(self) -> int:
+        """One round: how many due turns were claimed."""
+        now = now_ms()
+        due = self.store.claim_due(now, self.lease_ms, self.batch)
+        for session_id, deadline in due:
+            metrics.TIMERS_DUE.inc()
+            try:
+                outcome = self.turns.force(session_id, now_ms())
+            except ServiceError as error:  # Redis trouble: the lease hands the turn on
+                log.warning("forced move failed", extra={"session_id": session_id, "code": error.code})
+                outcome = "failed"
+            except Exception:
+                log.exception("forced move failed", extra={"session_id": session_id})
+                outcome = "failed"
+            metrics.TIMERS_DONE.labels(outcome).inc()
+            if outcome == "applied":
+                metrics.TIMERS_LATE.observe(max(0, now_ms() - deadline) / 1000)
+        return len(due)
+
+    def run(self, stop: threading.Event) -> None:
+        """Rounds until ``stop`` is set; Redis errors are logged and waited out."""
+        log.info("timekeeper started", extra={"interval_s": self.interval, "lease_ms": self.lease_ms})
+        while not stop.is_set():
+            try:
+                claimed = self.run_once()
+            except ServiceError as error:
+                log.warning("timekeeper round failed", extra={"code": error.code})
+                claimed = 0
+            if claimed < self.batch:
+                stop.wait(self.interval)
+        log.info("timekeeper stopped")
