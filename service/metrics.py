@@ -75,9 +75,3 @@ def observe(transport: str, route: str, status: Any, seconds: float) -> None:
     children[0].inc()
     children[1].observe(seconds)
 
-
-TIMERS_DUE = Counter("ono99_timers_due_total", "Timed turns claimed past their deadline by this timekeeper")
-TIMERS_DONE = Counter("ono99_timers_outcomes_total", "What the timekeeper did with a claimed turn",
-                      ["outcome"])  # applied|bot_moved|not_due|moved_on|gone|failed
-TIMERS_LATE = Histogram("ono99_timer_lateness_seconds", "How long after its deadline a forced move landed",
-                        buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))

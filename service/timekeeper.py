@@ -14,13 +14,21 @@ from __future__ import annotations
 import logging
 import threading
 
-from . import metrics
+from prometheus_client import Counter, Histogram
+
 from .errors import ServiceError
 from .store import SessionStore
 from .timers import now_ms
 from .turns import Turns
 
 log = logging.getLogger("ono99.timekeeper")
+
+# In this module, not service.metrics: only a timekeeper's process has them.
+DUE = Counter("ono99_timers_due_total", "Timed turns claimed past their deadline by this timekeeper")
+OUTCOMES = Counter("ono99_timers_outcomes_total", "What the timekeeper did with a claimed turn",
+                   ["outcome"])  # applied|bot_moved|not_due|moved_on|gone|failed
+LATENESS = Histogram("ono99_timer_lateness_seconds", "How long after its deadline a forced move landed",
+                     buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
 
 
 class Timekeeper:
@@ -40,7 +48,7 @@ class Timekeeper:
         now = now_ms()
         due = self.store.claim_due(now, self.lease_ms, self.batch)
         for session_id, deadline in due:
-            metrics.TIMERS_DUE.inc()
+            DUE.inc()
             try:
                 outcome = self.turns.force(session_id, now_ms())
             except ServiceError as error:  # Redis trouble: the lease hands the turn on
@@ -49,9 +57,9 @@ class Timekeeper:
             except Exception:
                 log.exception("forced move failed", extra={"session_id": session_id})
                 outcome = "failed"
-            metrics.TIMERS_DONE.labels(outcome).inc()
+            OUTCOMES.labels(outcome).inc()
             if outcome == "applied":
-                metrics.TIMERS_LATE.observe(max(0, now_ms() - deadline) / 1000)
+                LATENESS.observe(max(0, now_ms() - deadline) / 1000)
         return len(due)
 
     def run(self, stop: threading.Event) -> None:

@@ -59,7 +59,7 @@ def _image_command(target: str) -> list[str]:
     return [*entrypoint, target]
 
 
-@pytest.mark.parametrize("target", ["http", "grpc"])
+@pytest.mark.parametrize("target", ["http", "grpc", "timers"])
 def test_the_images_commands_serve_and_stop_cleanly_on_sigterm(target, throwaway_redis):
     compose = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
     port, metrics_port = free_port(), free_port()
@@ -70,7 +70,7 @@ def test_the_images_commands_serve_and_stop_cleanly_on_sigterm(target, throwaway
     server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         # The compose health check of that service, pointed at this port.
-        check = [arg.replace("8080", str(port)).replace("50051", str(port))
+        check = [arg.replace("8080", str(port)).replace("50051", str(port)).replace("9464", str(metrics_port))
                  for arg in compose["services"][target]["healthcheck"]["test"][1:]]
         for _ in range(100):
             if subprocess.run(check, env=env, capture_output=True).returncode == 0:
