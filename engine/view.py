@@ -113,7 +113,10 @@ def view(state: GameState, viewer: str | None = None) -> dict[str, Any]:
 def redact_event(event: Event, viewer: str | None) -> Event:
     """An event as ``viewer`` may see it: a drawn card only for whoever drew it."""
     if event["type"] == "drew" and event["player"] != viewer:
-        return {"type": "drew", "player": event["player"]}
+        hidden: Event = {"type": "drew", "player": event["player"]}
+        if "version" in event:  # a session's event keeps the version that caused it
+            hidden["version"] = event["version"]
+        return hidden
     return event
 
 

@@ -23,6 +23,8 @@ class Limits:
     creates_burst: int = 60
     actions_per_second: float = 10
     actions_burst: int = 20
+    suggests_per_second: float = 5
+    suggests_burst: int = 10
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,14 @@ class Admission:
         if self.limits.actions_per_second > 0:
             _throttle(store, f"act:{{{session_id}}}:{player}", self.limits.actions_per_second,
                       self.limits.actions_burst, "actions from this seat")
+
+
+    def check_suggest(self, store: SessionStore | None, address: str) -> None:
+        """A stateless bot suggestion, counted per client address (none without a
+        session store to count in: a service without sessions has no Redis)."""
+        if store is not None and self.limits.suggests_per_second > 0:
+            _throttle(store, f"suggest:addr:{address}", self.limits.suggests_per_second, self.limits.suggests_burst,
+                      "bot suggestions from this address")
 
 
 def _throttle(store: SessionStore, key: str, per_second: float, burst: int, what: str) -> None:

@@ -17,6 +17,7 @@ import msgspec
 
 import engine
 from engine import Event, GameState, IllegalActionError, InvalidInputError
+from engine.actions import PLAYER_ID
 from engine.bots import Suggestion
 
 from . import metrics
@@ -68,7 +69,7 @@ class Application:
     def __init__(self, signer: StateSigner, store: SessionStore | None, service_key: str | None,
                  session_ttl: int, api_keys: tuple[str, ...] = (), limits: Limits | None = None,
                  session_ttl_max: int = SESSION_TTL_RANGE[1], bots: Bots | None = None,
-                 bot_moves_per_call: int = 50, turn_seconds_range: tuple[int, int] = TURN_SECONDS_RANGE) -> None:
+                 bot_moves_per_call: int = 12, turn_seconds_range: tuple[int, int] = TURN_SECONDS_RANGE) -> None:
         self.signer = signer
         self.bots = bots or Bots(BotLimits())
         self.turns = Turns(self._sessions, self.bots, bot_moves_per_call)
@@ -87,7 +88,7 @@ class Application:
         """The application for ``settings``: signer, session store, keys and limits.
         ``think`` runs the bots' CPU-bound work (see :class:`service.bots.Bots`)."""
         limits = Limits(settings.creates_per_minute, settings.creates_burst, settings.actions_per_second,
-                        settings.actions_burst)
+                        settings.actions_burst, settings.suggests_per_second, settings.suggests_burst)
         api_keys = tuple(k.strip() for k in (settings.api_keys or "").split(",") if k.strip())
         bots = Bots(BotLimits(settings.bot_max_simulations, settings.bot_max_budget_ms), think)
         return cls(StateSigner(settings.state_secret), settings.session_store(), settings.service_key,
@@ -129,10 +130,13 @@ class Application:
         view: engine.ViewDoc = _engine(engine.view_doc, state, player)
         return view
 
-    def suggest(self, state: GameState, player: str, bot: Any) -> Suggestion:
-        """The action a bot would take for ``player``, from that player's view only."""
+    def suggest(self, state: GameState, player: str, bot: Any, caller: Caller | None = None) -> Suggestion:
+        """The action a bot would take for ``player``, from that player's view only;
+        rate limited per client address."""
         settings = self.bots.settings(bot)
-        return self.bots.choose(self.view(state, player), settings)
+        view = self.view(state, player)
+        self.admission.check_suggest(self.store, (caller or Caller("unknown")).address)
+        return self.bots.choose(view, settings)
 
     # --- sessions ----------------------------------------------------------------------
 
@@ -214,7 +218,10 @@ class Application:
         """What the token may read of the session (see :class:`SessionRead`)."""
         stored, viewer = self._read_as(session_id, token)
         state = engine.loads_state(stored.state)
-        # A bot whose move a failed call left unmade makes it now.
+        # A bot whose move a failed call left unmade makes it now: work done for the
+        # reader, so it counts against the reader's seat like an action.
+        if viewer is not None and self.turns.bots_pending(stored, state):
+            self.admission.check_action(self._sessions(), session_id, viewer)
         version, state, _, deadline = self.turns.bots_play(session_id, stored, stored.version, state)
         view = _with_deadline(engine.view_doc(state, viewer), stored.deadline if deadline is None else deadline)
         return SessionRead(session_id, version, view, state if viewer is None else None)
@@ -230,6 +237,8 @@ class Application:
         if seat is None:
             raise ServiceError("invalid_request", "with the service key, name the seat", field="player")
         view = _engine(engine.view_doc, engine.loads_state(stored.state), seat)
+        if caller is not None:
+            self.admission.check_action(self._sessions(), session_id, caller)  # a hint costs like an action
         return self.bots.choose(view, settings)
 
     def set_seat_bot(self, session_id: str, token: str | None, player: str, bot: Any) -> int:
@@ -238,12 +247,17 @@ class Application:
         ``seat_changed``); the bot moves at once when the seat has an action. Returns
         the hand-over's version (the session's, unchanged, when there was nothing to do)."""
         settings = None if bot is None else self.bots.settings(bot)
+        if not PLAYER_ID.fullmatch(player):  # never echo a caller's 100 KB name
+            raise ServiceError("invalid_request", "a player id is 1 to 64 letters, digits, '_' or '-'",
+                               field="player")
         for _attempt in range(5):
             stored = self._load(session_id)
             caller = self.authenticate(stored.seats, token)
             if caller is not None and caller != player:
                 raise ServiceError("forbidden", f"this seat token belongs to {caller!r}, not to {player!r}",
                                    player=caller)
+            if caller is not None and _attempt == 0:
+                self.admission.check_action(self._sessions(), session_id, caller)  # each hand-over is a version
             state = engine.loads_state(stored.state)
             if state.seat(player) is None:
                 raise ServiceError("invalid_request", f"{player!r} does not play in this session", field="player")
@@ -259,6 +273,10 @@ class Application:
                 timeouts = {**_decode_counts.decode(stored.timeouts), player: 0}  # back: timeouts count anew
             else:
                 bots[player] = settings
+                people = set(_decode_seats.decode(stored.seats)) - set(bots)
+                if not people:
+                    raise ServiceError("invalid_request", "a session needs at least one seat played by a person",
+                                       field="player")
             batch: list[Event] = [{"type": "seat_changed", "player": player,
                                    **({"bot": settings.kind} if settings else {})}]
             timed = self.turns.timed(stored, state, state, batch, timeouts)

@@ -63,9 +63,11 @@ class Bots:
         return settings
 
     def choose(self, view: engine.ViewDoc, settings: BotSettings) -> Suggestion:
-        """The bot's choice for the view's seat (``illegal_action`` when it has none)."""
+        """The bot's choice for the view's seat (``illegal_action`` when it has none).
+        A search stops at ``max_budget_ms`` whatever its settings (a house deck can make
+        each of its simulations long)."""
         try:
-            return self.think(lambda: choose(view, settings))  # type: ignore[no-any-return]
+            return self.think(lambda: choose(view, settings, self.limits.max_budget_ms))  # type: ignore[no-any-return]
         except (InvalidInputError, IllegalActionError) as exc:
             raise from_engine(exc) from None
 
@@ -90,17 +92,20 @@ class Bots:
         return ids, bots
 
     def play(self, version: int, state: GameState, bots: dict[str, BotSettings], commit: Commit,
-             most: int) -> tuple[int, GameState, list[Event]]:
+             most: int, patient: bool = True) -> tuple[int, GameState, list[Event]]:
         """Let bot seats move while one has an action, at most ``most`` moves: each is
         handed to ``commit(expected version, state before, state after, events)``, which
         stores it as a version of its own (and may add events to the list), or answers
         False when another caller moved the session on (that caller's call goes on with
-        the bots). Stops then, when a person is to act
-        or when the game is over. Returns the last version, its state, and the bots'
-        events (unredacted, each with its version)."""
+        the bots). Stops then, when a person is to act or when the game is over.
+        ``patient``: while a person owes a draw (R-DRAW-1) a bot only draws, so that its
+        play does not cost them the card. Returns the last version, its state, and the
+        bots' events (unredacted, each with its version)."""
         moved: list[Event] = []
         for _ in range(most if bots else 0):
-            actor = next((p for p in players_to_act(state) if p in bots), None)
+            owing = {state.players[i].id for i in state.owed_draws}
+            person_owes = patient and any(p not in bots for p in owing)
+            actor = next((p for p in players_to_act(state) if p in bots and (p in owing or not person_owes)), None)
             if actor is None:
                 break
             action = self.move(engine.view_doc(state, actor), bots[actor], version)

@@ -54,7 +54,10 @@ class Settings:
     max_body_bytes: int = 256 * 1024
     bot_max_simulations: int = 2_000
     bot_max_budget_ms: int = 1_000
-    bot_moves_per_call: int = 50
+    bot_moves_per_call: int = 12
+    bot_threads: int = 2
+    suggests_per_second: float = 5
+    suggests_burst: int = 10
     turn_seconds_min: int = 1
     turn_seconds_max: int = 86_400
     timers: bool = True
@@ -83,7 +86,8 @@ class Settings:
         "actions_burst": "ONO99_ACTIONS_BURST",
         "max_body_bytes": "ONO99_MAX_BODY_BYTES", "log_level": "ONO99_LOG_LEVEL",
         "bot_max_simulations": "ONO99_BOT_MAX_SIMULATIONS", "bot_max_budget_ms": "ONO99_BOT_MAX_BUDGET_MS",
-        "bot_moves_per_call": "ONO99_BOT_MOVES_PER_CALL",
+        "bot_moves_per_call": "ONO99_BOT_MOVES_PER_CALL", "bot_threads": "ONO99_BOT_THREADS",
+        "suggests_per_second": "ONO99_SUGGESTS_PER_SECOND", "suggests_burst": "ONO99_SUGGESTS_BURST",
         "turn_seconds_min": "ONO99_TURN_SECONDS_MIN", "turn_seconds_max": "ONO99_TURN_SECONDS_MAX",
         "timers": "ONO99_TIMERS", "events_wait_max": "ONO99_EVENTS_WAIT_MAX",
         "http_waiters": "ONO99_HTTP_WAITERS", "timer_interval": "ONO99_TIMER_INTERVAL",

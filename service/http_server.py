@@ -40,16 +40,36 @@ WORKER_CLASS = "service.http_server.Worker"
 T = TypeVar("T")
 
 
+_bot_pool: Any = None
+
+
 def think(work: Callable[[], T]) -> T:
-    """Run a bot's CPU-bound work on a thread of gevent's pool when gevent runs this
-    process (a gevent worker), so that the worker's other greenlets (requests, slow
-    clients) keep being served while it thinks, instead of waiting for its whole
-    budget; elsewhere (a test client, another WSGI server) in the calling thread."""
-    from gevent import get_hub, monkey
+    """Run a bot's CPU-bound work on a thread of the worker's bot pool (``bot_threads``
+    threads) when gevent runs this process (a gevent worker), so that the worker's
+    other greenlets (requests, slow clients) keep being served while it thinks, instead
+    of waiting for its whole budget; elsewhere (a test client, another WSGI server) in
+    the calling thread. Errors come back as values and are raised here: gevent's pool
+    would print the traceback of each (a flood of refused hints, a flood of logs)."""
+    global _bot_pool
+    from gevent import monkey
 
     if not monkey.is_module_patched("threading"):
         return work()
-    return get_hub().threadpool.apply(work)  # type: ignore[no-any-return]
+    if _bot_pool is None:
+        from gevent.threadpool import ThreadPool
+
+        _bot_pool = ThreadPool(limits.bot_threads)
+
+    def capture() -> tuple[bool, Any]:
+        try:
+            return True, work()
+        except Exception as error:
+            return False, error
+
+    ok, value = _bot_pool.apply(capture)
+    if not ok:
+        raise value
+    return value  # type: ignore[no-any-return]
 
 
 class Worker(GeventWorker):  # type: ignore[misc]
@@ -83,6 +103,7 @@ class ConnectionLimits:
 
     read_timeout: float = Settings.http_read_timeout
     per_peer: int = Settings.http_connections_per_peer
+    bot_threads: int = Settings.bot_threads
 
 
 limits = ConnectionLimits()
@@ -92,6 +113,7 @@ def options(settings: Settings) -> dict[str, Any]:
     """gunicorn settings of the HTTP API (the benchmark's baseline runs under the same)."""
     limits.read_timeout = settings.http_read_timeout
     limits.per_peer = settings.http_connections_per_peer
+    limits.bot_threads = settings.bot_threads
     return {
         "bind": f"{settings.host}:{settings.http_port}", "workers": settings.workers,
         "worker_class": WORKER_CLASS, "worker_connections": settings.http_connections,

@@ -78,6 +78,16 @@ for i = 1, #due, 2 do redis.call('ZADD', KEYS[1], 'XX', tonumber(ARGV[1]) + tonu
 return due
 """
 
+# KEYS: game, idem. ARGV: idempotency key, answer. Records the answer while the session
+# lives, with the session's time to live.
+_RECORD = """
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl <= 0 then return 0 end
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+redis.call('PEXPIRE', KEYS[2], ttl)
+return 1
+"""
+
 TIMERS = "ono99:timers"  # sorted set: a timed session's game key, scored by its turn's deadline
 
 FIRST_VERSION = 1  # a new session's version; each action adds one
@@ -270,6 +280,7 @@ class SessionStore:
         self._create = client.register_script(_CREATE)
         self._throttle = client.register_script(_THROTTLE)
         self._claim = client.register_script(_CLAIM)
+        self._record = client.register_script(_RECORD)
         self.breaker = Breaker(breaker_failures, breaker_reset)
         # With wait_aof a write is acknowledged only once Redis' append-only file holds
         # it (WAITAOF, Redis/Valkey 7.2+; immediate with appendfsync always).
@@ -408,8 +419,13 @@ class SessionStore:
     def record(self, session_id: str, idempotency_key: str, answer: bytes) -> None:
         """Replace the recorded answer of an idempotency key (the session's bots moved on
         after the action it answers)."""
-        idem = keys(session_id)[2]  # its time to live was set by the action's commit
-        self._call("record", lambda: self._durable(lambda client: client.hset(idem, idempotency_key, answer)))
+        game, _, idem = keys(session_id)
+
+        def write(client: Any) -> Any:
+            # Only while the session lives, and expiring with it.
+            return self._record(keys=[game, idem], args=[idempotency_key, answer], client=client)
+
+        self._call("record", lambda: self._durable(write))
 
     def events(self, session_id: str, after: int, limit: int) -> list[bytes] | None:
         """The event batches of versions after ``after``, at most ``limit`` of them (None

@@ -15,6 +15,7 @@ import msgspec
 
 import engine
 from engine import Event, GameState
+from engine.bots import players_to_act
 from engine.leaving import forfeit
 
 from . import metrics
@@ -51,8 +52,14 @@ class Turns:
             batch.append(turn_started(after, deadline))
         return Timed(deadline, _json.encode(timeouts) if timeouts is not None else b"", forced_at)
 
-    def bots_play(self, session_id: str, stored: Stored, version: int,
-                  state: GameState) -> tuple[int, GameState, list[Event], int | None]:
+    @staticmethod
+    def bots_pending(stored: Stored, state: GameState) -> bool:
+        """Whether a bot seat has an action now (its move is due)."""
+        bots = decode_bots(stored.bots)
+        return bool(bots) and any(p in bots for p in players_to_act(state))
+
+    def bots_play(self, session_id: str, stored: Stored, version: int, state: GameState,
+                  patient: bool = True) -> tuple[int, GameState, list[Event], int | None]:
         """Bot seats' moves from ``version`` on (see :meth:`Bots.play`), each committed
         with the same compare-and-set as a person's action. Also the last deadline set
         (None: unchanged)."""
@@ -71,7 +78,7 @@ class Turns:
             return True
 
         version, state, moved = self.bots.play(version, state, decode_bots(stored.bots), commit,
-                                               self.bot_moves_per_call)
+                                               self.bot_moves_per_call, patient)
         return version, state, moved, deadline[0]
 
     def force(self, session_id: str, now: int) -> str:
@@ -91,8 +98,9 @@ class Turns:
         if player is None:
             store.unschedule(session_id)
             return "gone"
-        if player in bots:  # its move was left unmade by a failed call: make it
-            return "bot_moved" if self.bots_play(session_id, stored, stored.version, state)[2] else "moved_on"
+        if player in bots:  # its move was left unmade (a failed call, or a person's draw it waited for): make it
+            moved = self.bots_play(session_id, stored, stored.version, state, patient=False)[2]
+            return "bot_moved" if moved else "moved_on"
         timer = TurnTimer.decode(stored.timer)
         timeouts = _decode_counts.decode(stored.timeouts)
         timeouts[player] = timeouts.get(player, 0) + 1
@@ -120,7 +128,7 @@ class Turns:
         if new_bots or bots:
             refreshed = store.read(session_id)
             if refreshed is not None:
-                self.bots_play(session_id, refreshed, version, after)
+                self.bots_play(session_id, refreshed, version, after, patient=False)
         return "applied"
 
     def _forced_move(self, timer: TurnTimer, state: GameState, player: str,

@@ -21,7 +21,8 @@ from service.grpc_api.gen import ono99_pb2_grpc as pb_grpc
 from service.signing import StateSigner
 from tests.conftest import SECRET, SERVICE_KEY, start_grpc, start_http
 
-BOT_LIMITS = {"ONO99_BOT_MAX_SIMULATIONS": "400", "ONO99_BOT_MAX_BUDGET_MS": "1000"}
+BOT_LIMITS = {"ONO99_BOT_MAX_SIMULATIONS": "400", "ONO99_BOT_MAX_BUDGET_MS": "1000",
+              "ONO99_SUGGESTS_PER_SECOND": "0", "ONO99_ACTIONS_PER_SECOND": "0"}
 
 
 @pytest.fixture(scope="module")
@@ -281,9 +282,9 @@ def test_bot_seats_over_grpc(servers):
     _, _, channel = servers
     sessions = pb_grpc.SessionServiceStub(channel)
     made = sessions.CreateSession(pb.CreateSessionRequest(
-        game=pb.NewGameRequest(rules=pb.Rules(edition="2022"), players=["cpu", "me"], seed_int=3),
+        game=pb.NewGameRequest(rules=pb.Rules(edition="2022"), players=["cpu", "me", "you"], seed_int=3),
         bots={"cpu": pb.Bot(kind="heuristic")}), timeout=10)
-    assert set(made.seats) == {"me"}
+    assert set(made.seats) == {"me", "you"}
     token = [("authorization", f"Bearer {made.seats['me']}")]
     read = sessions.GetSession(pb.GetSessionRequest(session_id=made.session_id), metadata=token, timeout=10)
     assert read.view.current == "me" and read.version > 1  # the bot opened the game
@@ -294,6 +295,15 @@ def test_bot_seats_over_grpc(servers):
     with pytest.raises(grpc.RpcError) as caught:  # a seat made for a bot has no person to go back to
         sessions.SetSeatBot(pb.SetSeatBotRequest(session_id=made.session_id, player="cpu"),
                             metadata=[("authorization", f"Bearer {SERVICE_KEY}")], timeout=10)
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    with pytest.raises(grpc.RpcError) as caught:  # the last person's seat stays a person's
+        sessions.SetSeatBot(pb.SetSeatBotRequest(session_id=made.session_id, player="you", bot=pb.Bot(kind="random")),
+                            metadata=[("authorization", f"Bearer {made.seats['you']}")], timeout=10)
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    with pytest.raises(grpc.RpcError) as caught:  # a bot for nobody
+        sessions.CreateSession(pb.CreateSessionRequest(
+            game=pb.NewGameRequest(rules=pb.Rules(edition="2022"), players=["a", "b"]),
+            bots={"c": pb.Bot(kind="random")}), timeout=10)
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
 
 
@@ -317,3 +327,52 @@ def test_careless_and_hostile_bot_seats_are_refused(servers):
                            headers=auth(made["seats"]["ann"]), timeout=10)
     assert answer.status_code == 403
     _ = apply  # the engine judges every bot move like a person's (test_bots.py)
+
+
+def test_suggestions_are_rate_limited_per_address_and_hints_per_seat(throwaway_redis):
+    http = start_http(throwaway_redis, workers=1, ONO99_SUGGESTS_PER_SECOND="1", ONO99_SUGGESTS_BURST="3",
+                      ONO99_ACTIONS_PER_SECOND="1", ONO99_ACTIONS_BURST="3")
+    try:
+        state, _ = new_game({"edition": "2022"}, ["a", "b"], seed=1)
+        body = {**signed(state), "player": players_to_act(state)[0], "bot": {"kind": "heuristic"}}
+        codes = [requests.post(f"{http.url}/v1/games/suggest", json=body, timeout=10).status_code for _ in range(4)]
+        assert codes == [200, 200, 200, 429]
+        made = create(http, ["ann", "bob"])
+        sid, seats = made["session_id"], made["seats"]
+        actor = players_to_act(session_state(http, sid)[0])[0]
+        hints = [requests.post(f"{http.url}/v1/sessions/{sid}/suggest", json={"bot": {"kind": "random"}},
+                               headers=auth(seats[actor]), timeout=10) for _ in range(4)]
+        assert [h.status_code for h in hints] == [200, 200, 200, 429] and hints[-1].headers["Retry-After"]
+        # Hand-overs are versions: they count like actions too.
+        other = next(p for p in seats if p != actor)
+        url = f"{http.url}/v1/sessions/{sid}/seats/{other}/bot"
+        codes = [requests.put(url, json={"bot": {"kind": "random"}}, headers=auth(seats[other]),
+                              timeout=10).status_code for _ in range(4)]
+        assert codes == [200, 200, 200, 429]
+    finally:
+        http.stop()
+
+
+@pytest.mark.rules("R-DRAW-1")
+def test_bots_wait_for_a_persons_owed_draw_and_every_event_keeps_its_version(servers):
+    """With manual drawing a bot does not play while a person owes a draw (its play would
+    cost them the card); the person's draw sets it off."""
+    http, _, _ = servers
+    made = create(http, ["me", {"id": "cpu", "bot": {"kind": "heuristic"}}],
+                  rules={"edition": "1980", "draw": "manual"})
+    sid, token = made["session_id"], made["seats"]["me"]
+    view = requests.get(f"{http.url}/v1/sessions/{sid}", headers=auth(token), timeout=10).json()["view"]
+    for _ in range(6):
+        if view["status"] != "playing" or view["current"] != "me":
+            break
+        played = requests.post(f"{http.url}/v1/sessions/{sid}/actions", json={"action": view["legal_actions"][0]},
+                               headers=auth(token), timeout=10).json()
+        assert all(e["player"] == "me" for e in played["events"] if "player" in e)  # the bot waits...
+        assert played["view"]["legal_actions"] == [{"player": "me", "type": "draw"}]
+        drawn = requests.post(f"{http.url}/v1/sessions/{sid}/actions",
+                              json={"action": {"player": "me", "type": "draw"}}, headers=auth(token), timeout=10).json()
+        view = drawn["view"]
+        assert not [e for e in drawn["events"] if e["type"] == "draw_forfeited" and e["player"] == "me"]
+        assert all("version" in e for e in drawn["events"])  # the bot's hidden draws too
+        me = next(p for p in view["players"] if p["id"] == "me")
+        assert me["status"] != "active" or me["hand_count"] == 4  # no card lost to the bot

@@ -35,17 +35,18 @@ KINDS = ("random", "heuristic", "ismcts")
 DEFAULT_SIMULATIONS = 300  # ismcts iterations when neither simulations nor budget_ms is given
 MAX_SIMULATIONS = 100_000  # the engine's own bounds; a service narrows them
 MAX_BUDGET_MS = 60_000
-SEED_BOUND = 2**63 - 1
+SEED_MIN, SEED_MAX = -(2**63), 2**63 - 1
 
 
 class BotSettings(Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """How a bot plays. ``simulations``, ``budget_ms``, ``uct_c`` and ``rollout`` are
-    for ``ismcts`` only; ``seed`` None picks one (the resolved settings name it)."""
+    for ``ismcts`` only; ``seed`` (every kind) None picks one (the resolved settings
+    name it)."""
 
     kind: Literal["random", "heuristic", "ismcts"]
     simulations: Annotated[int, Meta(ge=1, le=MAX_SIMULATIONS)] | None = None
     budget_ms: Annotated[int, Meta(ge=1, le=MAX_BUDGET_MS)] | None = None
-    seed: Annotated[int, Meta(ge=-SEED_BOUND, le=SEED_BOUND)] | None = None
+    seed: Annotated[int, Meta(ge=SEED_MIN, le=SEED_MAX)] | None = None
     uct_c: Annotated[float, Meta(ge=0, le=10)] = 1.0
     rollout: Literal["random", "heuristic"] = "heuristic"
 
@@ -64,8 +65,9 @@ def parse_bot(doc: Any, root: str = "bot") -> BotSettings:
     InvalidInputError naming the field."""
     settings = convert(doc, BotSettings, root)
     if settings.kind != "ismcts":
-        for name in ("simulations", "budget_ms"):
-            if getattr(settings, name) is not None:
+        given = doc if isinstance(doc, dict) else {}
+        for name in ("simulations", "budget_ms", "uct_c", "rollout"):
+            if given.get(name) is not None:
                 raise InvalidInputError(f"only an ismcts bot takes {name}", f"{root}.{name}")
     elif settings.simulations is not None and settings.budget_ms is not None:
         raise InvalidInputError("give simulations or budget_ms, not both", f"{root}.budget_ms")
@@ -90,9 +92,12 @@ def players_to_act(state: GameState) -> list[str]:
     return list(actors)
 
 
-def choose(view: ViewDoc, settings: BotSettings) -> Suggestion:
+def choose(view: ViewDoc, settings: BotSettings, limit_ms: int | None = None) -> Suggestion:
     """The action the bot takes for the view's seat. IllegalActionError (R-TURN-1) when
-    the seat has nothing to do now: not its turn and no draw owed, or the game over."""
+    the seat has nothing to do now: not its turn and no draw owed, or the game over.
+
+    ``limit_ms`` bounds a search's time whatever its settings: one with ``simulations``
+    that reaches it stops there (``stats["cut"]``), and is then no longer repeatable."""
     started = time.monotonic()
     seat = Seat(view)
     actions = seat.actions()
@@ -109,7 +114,10 @@ def choose(view: ViewDoc, settings: BotSettings) -> Suggestion:
         action = heuristic_action(seat.deal(rng), actions)
     else:
         rollout = heuristic_policy if settings.rollout == "heuristic" else random_policy
-        action, stats = search(seat, rng, settings.simulations, settings.budget_ms, settings.uct_c, rollout)
+        budget = min((ms for ms in (settings.budget_ms, limit_ms) if ms is not None), default=None)
+        action, stats = search(seat, rng, settings.simulations, budget, settings.uct_c, rollout)
+        if settings.simulations is not None:
+            stats["cut"] = stats["iterations"] < settings.simulations
     stats.setdefault("iterations", 0)
     stats["elapsed_ms"] = round((time.monotonic() - started) * 1000, 2)
     return Suggestion(action, settings, stats)

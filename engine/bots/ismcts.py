@@ -34,7 +34,10 @@ from .heuristic import heuristic_action
 from .seat import Seat
 
 Policy = Callable[[GameState, list[Action], random.Random], Action]
-MAX_PLIES = 1_000  # a rollout's length at most (a round of ONO 99 is far shorter)
+# A rollout's length at most: a four-player game is about 45 plies, a round shorter; a
+# house deck that never lets anyone bust would otherwise make one endless. A rollout
+# cut short counts as a round that ended there.
+MAX_PLIES = 200
 
 
 class _Node:

@@ -9,9 +9,10 @@ import grpc
 import engine
 
 from .. import metrics
+from ..admission import Caller
 from ..application import Application
 from . import convert
-from .calls import Calls, abort, on_the_loop, seed_of, view_message
+from .calls import Calls, abort, on_the_loop, peer_address, seed_of, view_message
 from .gen import ono99_pb2 as pb
 from .gen import ono99_pb2_grpc as pb_grpc
 from .recent import RecentStates
@@ -25,7 +26,7 @@ class GameServicer(pb_grpc.GameServiceServicer):
 
     def __init__(self, app: Application, calls: Calls, recent: RecentStates | None = None) -> None:
         self.app = app
-        self.calls = calls  # for bots: their work is too long for the event loop
+        self.calls = calls  # the bots' own thread pool: their work is too long for the event loop
         self.recent = recent or RecentStates(0)
 
     def _state(self, signed: pb.SignedState) -> engine.GameState:
@@ -89,5 +90,6 @@ class GameServicer(pb_grpc.GameServiceServicer):
             state, bot = self._state(request.state), convert.bot_doc(request.bot)
         except Exception as error:
             await abort(context, error)
+        caller = Caller(peer_address(context.peer()))
         return await self.calls.answer(context, lambda: convert.suggestion_message(
-            self.app.suggest(state, request.player, bot)))
+            self.app.suggest(state, request.player, bot, caller)))

@@ -56,6 +56,7 @@ class GrpcServer:
         self.requested_port = settings.grpc_port if port is None else port
         self.grace = grace
         self.calls = Calls(settings.grpc_threads)
+        self.bot_calls = Calls(settings.bot_threads)  # bots think here, never on the session calls' threads
         self.app = application or Application.from_settings(settings)
         self.store = self.app.store
         self.port: int | None = None
@@ -74,13 +75,14 @@ class GrpcServer:
                      *KEEPALIVE_OPTIONS])
         services = GenericHandlersOnly(server)
         pb_grpc.add_GameServiceServicer_to_server(
-            GameServicer(self.app, self.calls, RecentStates(self.settings.grpc_state_cache_bytes)), services)  # type: ignore[no-untyped-call]
+            GameServicer(self.app, self.bot_calls, RecentStates(self.settings.grpc_state_cache_bytes)), services)  # type: ignore[no-untyped-call]
         live = None
         if self.store is not None:
             live = LiveVersions(connect_live(self.settings))
             await live.start()
         streams = StreamLimits(self.settings.grpc_streams, self.settings.grpc_streams_per_peer)
-        pb_grpc.add_SessionServiceServicer_to_server(SessionServicer(self.app, self.calls, live, streams), services)  # type: ignore[no-untyped-call]
+        sessions = SessionServicer(self.app, self.calls, live, streams, bot_calls=self.bot_calls)
+        pb_grpc.add_SessionServiceServicer_to_server(sessions, services)  # type: ignore[no-untyped-call]
         checks = health.aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(checks, services)
         reflection_pb2_grpc.add_ServerReflectionServicer_to_server(reflection.aio.ReflectionServicer(

@@ -57,9 +57,10 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
     """Sessions, on the thread pool; the seat token comes from :class:`CallInterceptor`."""
 
     def __init__(self, app: Application, calls: Calls, live: LiveVersions | None, streams: StreamLimits,
-                 recheck: float = 15.0) -> None:
+                 recheck: float = 15.0, bot_calls: Calls | None = None) -> None:
         self.app = app
         self.calls = calls
+        self.bot_calls = bot_calls or calls  # hints think on the bots' own pool
         self.live = live
         self.streams = streams
         self.recheck = recheck  # seconds between reads of a quiet stream's log (a missed message, an ended session)
@@ -70,6 +71,11 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
 
         def work() -> pb.CreateSessionResponse:
             game = request.game
+            unknown = sorted(set(request.bots) - set(game.players))
+            if unknown:
+                shown = unknown[0] if len(unknown[0]) <= 64 else f"a {len(unknown[0])}-character name"
+                raise ServiceError("invalid_request", f"bots names {shown!r}, who is not among game.players",
+                                   field="bots")
             players = [{"id": p, "bot": convert.bot_doc(request.bots[p])} if p in request.bots else p
                        for p in game.players]
             timer = {"turn_seconds": request.turn_seconds if request.HasField("turn_seconds") else None,
@@ -157,7 +163,7 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
             found = self.app.suggest_for_seat(request.session_id, SEAT_TOKEN.get(), convert.bot_doc(request.bot),
                                               request.player or None)
             return convert.suggestion_message(found)
-        return await self.calls.answer(context, work)
+        return await self.bot_calls.answer(context, work)
 
     async def SetSeatBot(self, request: pb.SetSeatBotRequest,
                          context: grpc.aio.ServicerContext) -> pb.SetSeatBotResponse:

@@ -5,13 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
-from flask import Response, current_app
+from flask import Response, current_app, request
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
 from engine import describe_options, format_action
 from engine.bots import Suggestion, bot_to_dict
 
+from ..admission import Caller
 from ..answers import Outcome
 from ..application import Application
 from .parser import Parser
@@ -112,7 +113,8 @@ class Suggest(MethodView):
         """The action a bot would take for ``player``: it is handed that player's view
         only, never the state. With ``simulations`` and ``seed`` the answer is always the
         same; 422 (R-TURN-1) when the player has nothing to do now."""
-        found = app_layer().suggest(caller_state(body), body["player"], body["bot"])
+        found = app_layer().suggest(caller_state(body), body["player"], body["bot"],
+                                    Caller(request.remote_addr or "unknown"))
         return json_response(suggestion_body(found))
 
 
