@@ -1,9 +1,10 @@
 """``ono99``: run the service.
 
-    ono99 serve   the HTTP API (gunicorn) and the gRPC API (its own process), with an
-                  embedded Redis-protocol server when REDIS_URL is not set
+    ono99 serve   the HTTP API (gunicorn), the gRPC API and a timekeeper (processes of
+                  their own), with an embedded Redis-protocol server when REDIS_URL is not set
     ono99 http    the HTTP API alone (REDIS_URL, or --no-sessions)
     ono99 grpc    the gRPC API alone (REDIS_URL, or --no-sessions)
+    ono99 timers  a timekeeper alone: forced moves of timed sessions (REDIS_URL)
     ono99 check   exit 0 when a server answers ready (container health checks)
 """
 
@@ -42,7 +43,8 @@ def _settings(args: argparse.Namespace) -> Settings:
                              http_port=args.http_port, grpc_port=args.grpc_port,
                              workers=args.workers,
                              redis_url=args.redis_url, log_level=args.log_level,
-                             sessions=False if args.no_sessions else None)
+                             sessions=False if args.no_sessions else None,
+                             timers=False if getattr(args, "no_timers", False) else None)
 
 
 def run_gunicorn(settings: Settings) -> None:
@@ -323,6 +325,9 @@ def main(argv: list[str] | None = None) -> int:
                                               "(default: in memory only)")
     p_serve.add_argument("--metrics-port", type=int,
                          help="Prometheus metrics of the gRPC process (ONO99_METRICS_PORT, default 9464; 0: off)")
+    p_serve.add_argument("--no-timers", action="store_true",
+                         help="no timekeeper in this serve (ONO99_TIMERS=false): timed sessions then need "
+                              "an ono99 timers elsewhere")
     p_serve.set_defaults(func=serve)
     p_http = sub.add_parser("http", help="run the HTTP API alone")
     _common(p_http)
