@@ -16,13 +16,16 @@ import asyncio
 import contextlib
 import logging
 import secrets
-from collections.abc import AsyncIterator
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import redis
 import redis.asyncio
 
 from .config import Settings
+from .errors import ServiceError
 from .store import live_channel
 
 log = logging.getLogger("ono99.live")
@@ -120,3 +123,60 @@ class LiveVersions:
                 for changed in self._waiting.get(channel, ()):
                     changed.set()
 
+
+
+PATTERN = "ono99:*:live"  # every session's channel (store.live_channel)
+
+
+class Waiters:
+    """The requests of one HTTP worker waiting for their session's next version (long
+    polling): one pattern subscription (``PATTERN``, started with the first waiter, on a
+    plain redis-py client: gevent's, in a gevent worker) wakes the waiters of each
+    session that moves on. At most ``limit`` wait at once; beyond, 429."""
+
+    def __init__(self, connect: Callable[[], Any], limit: int) -> None:
+        self.connect = connect
+        self.limit = limit
+        self._lock = threading.Lock()
+        self._waiting: dict[str, set[threading.Event]] = {}
+        self.count = 0
+        self._listener: threading.Thread | None = None
+
+    @contextlib.contextmanager
+    def waiting(self, session_id: str) -> Iterator[threading.Event]:
+        """An event set whenever the session commits a version (429 past the limit)."""
+        changed = threading.Event()
+        with self._lock:
+            if self.count >= self.limit:
+                raise ServiceError("too_many_requests", f"this server holds its limit of {self.limit} waiting "
+                                   "requests; try again without wait, or later", limit=self.limit, retry_after=1)
+            self.count += 1
+            self._waiting.setdefault(session_id, set()).add(changed)
+            if self._listener is None:
+                self._listener = threading.Thread(target=self._listen, name="ono99-waiters", daemon=True)
+                self._listener.start()
+        try:
+            yield changed
+        finally:
+            with self._lock:
+                self.count -= 1
+                waiters = self._waiting[session_id]
+                waiters.discard(changed)
+                if not waiters:
+                    del self._waiting[session_id]
+
+    def _listen(self) -> None:
+        while True:
+            try:
+                pubsub = self.connect().pubsub(ignore_subscribe_messages=True)
+                pubsub.psubscribe(PATTERN)
+                for message in pubsub.listen():
+                    channel = message.get("channel") or b""
+                    text = channel.decode() if isinstance(channel, bytes) else str(channel)
+                    session_id = text.partition("{")[2].rpartition("}")[0]
+                    with self._lock:
+                        for changed in self._waiting.get(session_id, ()):
+                            changed.set()
+            except redis.RedisError as exc:
+                log.warning("event subscription lost; reconnecting", extra={"error": type(exc).__name__})
+                time.sleep(1.0)

@@ -452,6 +452,8 @@ class SessionStore:
     def delete(self, session_id: str) -> bool:
         """Delete a session (and its timer); False if it did not exist."""
         def work() -> Any:
+            if self.cluster:  # a Cluster has no timed sessions (TIMERS would be in a slot of its own)
+                return self.client.delete(*keys(session_id))
             pipe = self.client.pipeline(transaction=False)
             pipe.delete(*keys(session_id))
             pipe.zrem(TIMERS, keys(session_id)[0])

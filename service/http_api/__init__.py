@@ -14,11 +14,11 @@ from .. import logs, metrics
 from ..application import Application, is_session_id
 from ..config import Settings
 from ..errors import ServiceError
+from ..live import Waiters
 from ..signing import warn_unsigned_states
 from . import docs, games, sessions
 from .problems import PROBLEM_JSON, from_http_exception, from_unexpected, problem_response
 from .schemas import ProblemSchema, engine_components
-from .waiting import Waiters
 
 log = logging.getLogger("ono99.http")
 access = logging.getLogger("ono99.access")
