@@ -176,8 +176,8 @@ class Application:
                 shown = [{**e, "version": FIRST_VERSION} for e in engine.redact_events(events, None)]
                 created = self._load(session_id)
                 version, state, moved, later = self.turns.bots_play(session_id, created, FIRST_VERSION, state)
-                return SessionCreated(session_id, version, tokens,
-                                      _with_deadline(engine.view_doc(state, None), later or deadline),
+                view = _with_deadline(engine.view_doc(state, None), deadline if later is None else later)
+                return SessionCreated(session_id, version, tokens, view,
                                       shown + engine.redact_events(moved, None))
         raise ServiceError("internal_error", "could not allocate a session id")
 
@@ -185,7 +185,7 @@ class Application:
         """A session's turn timer from its creation options, within the service's bounds."""
         bot = self.bots.settings(options.get("timeout_bot") or {"kind": "heuristic"}, "timeout_bot")
         found = parse_timer(options.get("turn_seconds"), options.get("on_timeout"), options.get("timeouts_to_bot"),
-                            bot, self.turn_seconds_range)
+                            bot, self.turn_seconds_range, options.get("timeout_bot"))
         if found is not None and self._sessions().cluster:
             raise ServiceError("invalid_request", "turn timers need a Redis that is not a Cluster",
                                field="turn_seconds")
@@ -322,7 +322,7 @@ class Application:
                 raise ServiceError("version_conflict", f"the session is at version {stored.version}",
                                    current_version=stored.version)
             state = engine.loads_state(stored.state)
-            if stored.timer and player is not None and player in decode_bots(stored.bots) and _attempt == 0:
+            if player is not None and _attempt == 0 and self._escalated(stored, player):
                 self.set_seat_bot(session_id, token, player, None)  # a seat a timer gave a bot: its person is back
                 continue
             timeouts = self._timer_waits(session_id, stored, parsed.player)
@@ -330,10 +330,10 @@ class Application:
                 next_state, events = _apply_counted("session", state, parsed)
             except ServiceError:
                 if stored.timer:
-                    store.clear_inflight(session_id)
+                    store.clear_inflight(session_id, parsed.player)
                 raise
             version = stored.version + 1
-            timed = self.turns.timed(stored, state, next_state, events, timeouts)
+            timed = self.turns.timed(stored, state, next_state, events, timeouts, player=parsed.player)
             answer = SessionAnswer(session_id, version, parsed.player,
                                    [{**e, "version": version} for e in engine.redact_events(events, parsed.player)],
                                    _with_deadline(engine.view_doc(next_state, parsed.player),
@@ -368,6 +368,14 @@ class Application:
             self._sessions().record(session_id, scoped_key, _record(fingerprint, answer))
         return answer
 
+    @staticmethod
+    def _escalated(stored: Stored, player: str) -> bool:
+        """Whether a turn timer handed ``player``'s seat to a bot (after their timeouts)."""
+        if not stored.timer or player not in decode_bots(stored.bots):
+            return False
+        limit = TurnTimer.decode(stored.timer).timeouts_to_bot
+        return bool(limit) and _decode_counts.decode(stored.timeouts).get(player, 0) >= limit
+
     def _timer_waits(self, session_id: str, stored: Stored, player: str) -> dict[str, int] | None:
         """Before a seat's action in a timed session is judged: hold the timer while it is
         in flight (an action that arrives before the deadline wins), and the seat's
@@ -376,7 +384,7 @@ class Application:
             return None
         left = stored.deadline - now_ms()
         if stored.deadline and left > 0:
-            self._sessions().mark_inflight(session_id, left + INFLIGHT_GRACE_MS)
+            self._sessions().mark_inflight(session_id, player, left + INFLIGHT_GRACE_MS)
         counts = _decode_counts.decode(stored.timeouts)
         return {**counts, player: 0} if counts.get(player) else None
 

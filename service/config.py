@@ -62,7 +62,7 @@ class Settings:
     turn_seconds_max: int = 86_400
     timers: bool = True
     events_wait_max: float = 30.0
-    http_waiters: int = 1000
+    http_waiters: int = 500
     timer_interval: float = 0.1
     log_level: str = "info"
 

@@ -10,7 +10,7 @@ Keys of session ``S`` (the hash tag keeps them in one Redis Cluster slot):
   a row)
 - ``ono99:{S}:events`` list: element ``v - 1`` holds the events (JSON) of version ``v``
 - ``ono99:{S}:idem``   hash: Idempotency-Key → recorded answer
-- ``ono99:{S}:inflight`` a seat's action in flight in a timed session: the timer waits
+- ``ono99:{S}:inflight:P`` player P's action in flight in a timed session: P's timer waits
 - ``ono99:timers``      sorted set: the game key of each timed session, by its deadline
 - channel ``ono99:{S}:live``: the new version number, published on every commit
 
@@ -35,12 +35,13 @@ from .errors import ServiceError
 
 log = logging.getLogger("ono99.store")
 
-# KEYS: game, events, idem, and for a timed session timers and inflight. ARGV: expected
-# version, state, ttl ms, idempotency key ('' for none), recorded answer, live channel,
-# bots JSON ('' to keep), timeouts JSON ('' to keep), deadline ('' to keep, '0' none,
-# else epoch ms), forced ('' for an action; else the timekeeper's clock in epoch ms:
-# apply only if the deadline has passed and no action is in flight), then the events
-# JSON of each new version (one for each).
+# KEYS: game, events, idem, and for a timed session timers and the player's inflight.
+# ARGV: expected version, state, ttl ms ('0': leave the time to live as it is),
+# idempotency key ('' for none), recorded answer, live channel, bots JSON ('' to keep),
+# timeouts JSON ('' to keep), deadline ('' to keep, '0' none, else epoch ms), forced (''
+# for an action; else the timekeeper's clock in epoch ms: apply only if the deadline has
+# passed and the player's action is not in flight), then the events JSON of each new
+# version (one for each).
 _COMMIT = """
 local version = redis.call('HGET', KEYS[1], 'version')
 if not version then return {-1, 0} end
@@ -56,7 +57,7 @@ if ARGV[7] ~= '' then redis.call('HSET', KEYS[1], 'bots', ARGV[7]) end
 if ARGV[8] ~= '' then redis.call('HSET', KEYS[1], 'timeouts', ARGV[8]) end
 for i = 11, #ARGV do redis.call('RPUSH', KEYS[2], ARGV[i]) end
 if ARGV[4] ~= '' then redis.call('HSET', KEYS[3], ARGV[4], ARGV[5]) end
-for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], ARGV[3]) end
+if ARGV[3] ~= '0' then for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], ARGV[3]) end end
 if #KEYS == 5 then
   if ARGV[9] ~= '' then
     redis.call('HSET', KEYS[1], 'deadline', ARGV[9])
@@ -160,10 +161,11 @@ class Timed:
     deadline: int | None = None
     timeouts: bytes = b""
     forced_at: int | None = None
+    player: str = ""  # whose action in flight this write lands (a forced move: whose turn ran out)
 
 
-def inflight_key(session_id: str) -> str:
-    return f"ono99:{{{session_id}}}:inflight"
+def inflight_key(session_id: str, player: str) -> str:
+    return f"ono99:{{{session_id}}}:inflight:{player}"
 
 
 def _session_of(game_key: bytes | str) -> str:
@@ -380,10 +382,12 @@ class SessionStore:
                timed: Timed | None = None) -> int:
         """Atomically store the versions after ``expected``, one for each events batch
         (``events``: one batch, or a list), and new ``bots``, unless empty; with
-        ``timed``, the turn timer's part. Raise Conflict if the session moved on, and
-        NotDue when a forced move finds the deadline not passed or an action in flight."""
+        ``timed``, the turn timer's part. ``ttl`` 0 leaves the time to live as it is
+        (a timekeeper's writes are no sign of life). Raise Conflict if the session moved
+        on, and NotDue when a forced move finds the deadline not passed or the player's
+        action in flight."""
         batches = [events] if isinstance(events, bytes) else events
-        names = list(keys(session_id)) + ([TIMERS, inflight_key(session_id)] if timed else [])
+        names = list(keys(session_id)) + ([TIMERS, inflight_key(session_id, timed.player)] if timed else [])
         timed = timed or Timed()
         status, version = self._call("commit", lambda: self._durable(lambda client: self._commit(
             keys=names, client=client,
@@ -408,13 +412,13 @@ class SessionStore:
         """Forget a session's timer (it ended, or expired)."""
         self._call("unschedule", lambda: self.client.zrem(TIMERS, keys(session_id)[0]))
 
-    def mark_inflight(self, session_id: str, ms: int) -> None:
+    def mark_inflight(self, session_id: str, player: str, ms: int) -> None:
         """A seat's action is being judged: the timer waits for it (at most ``ms``)."""
-        self._call("inflight", lambda: self.client.set(inflight_key(session_id), 1, px=max(1, ms)))
+        self._call("inflight", lambda: self.client.set(inflight_key(session_id, player), 1, px=max(1, ms)))
 
-    def clear_inflight(self, session_id: str) -> None:
+    def clear_inflight(self, session_id: str, player: str) -> None:
         """The action in flight was refused: the timer need not wait for it."""
-        self._call("inflight", lambda: self.client.delete(inflight_key(session_id)))
+        self._call("inflight", lambda: self.client.delete(inflight_key(session_id, player)))
 
     def record(self, session_id: str, idempotency_key: str, answer: bytes) -> None:
         """Replace the recorded answer of an idempotency key (the session's bots moved on

@@ -56,11 +56,12 @@ class TurnTimer:
 
 
 def parse_timer(turn_seconds: Any, on_timeout: Any, timeouts_to_bot: Any, bot: BotSettings,
-                seconds_range: tuple[int, int]) -> TurnTimer | None:
+                seconds_range: tuple[int, int], timeout_bot: Any = None) -> TurnTimer | None:
     """A session's turn timer from its creation options (None: no timer); errors name
     the field."""
     if turn_seconds is None:
-        for name, value in (("on_timeout", on_timeout), ("timeouts_to_bot", timeouts_to_bot)):
+        for name, value in (("on_timeout", on_timeout), ("timeouts_to_bot", timeouts_to_bot),
+                            ("timeout_bot", timeout_bot)):
             if value is not None:
                 raise ServiceError("invalid_request", f"{name} needs turn_seconds", field=name)
         return None

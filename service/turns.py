@@ -26,6 +26,7 @@ from .timers import TurnTimer, cautious_action, next_deadline, now_ms, to_act, t
 log = logging.getLogger("ono99.turns")
 _json = msgspec.json.Encoder()
 _decode_counts = msgspec.json.Decoder(dict[str, int])
+_decode_seats = msgspec.json.Decoder(dict[str, str])
 
 
 class Turns:
@@ -40,17 +41,19 @@ class Turns:
 
     @staticmethod
     def timed(stored: Stored, before: GameState | None, after: GameState, batch: list[Event],
-              timeouts: dict[str, int] | None = None, forced_at: int | None = None) -> Timed | None:
+              timeouts: dict[str, int] | None = None, forced_at: int | None = None,
+              player: str = "") -> Timed | None:
         """The turn timer's part of a write from ``before`` to ``after`` (None for an
         untimed session): a new deadline when another player is to act, announced by a
-        ``turn_started`` event appended to ``batch``."""
+        ``turn_started`` event appended to ``batch``. ``player``: whose action (or, for
+        a forced move, whose timed-out turn) this write lands."""
         if not stored.timer:
             return None
         timer = TurnTimer.decode(stored.timer)
         deadline = next_deadline(timer, before, after, now_ms(), forced=forced_at is not None)
         if deadline:
             batch.append(turn_started(after, deadline))
-        return Timed(deadline, _json.encode(timeouts) if timeouts is not None else b"", forced_at)
+        return Timed(deadline, _json.encode(timeouts) if timeouts is not None else b"", forced_at, player)
 
     @staticmethod
     def bots_pending(stored: Stored, state: GameState) -> bool:
@@ -59,17 +62,18 @@ class Turns:
         return bool(bots) and any(p in bots for p in players_to_act(state))
 
     def bots_play(self, session_id: str, stored: Stored, version: int, state: GameState,
-                  patient: bool = True) -> tuple[int, GameState, list[Event], int | None]:
+                  patient: bool = True, renew: bool = True) -> tuple[int, GameState, list[Event], int | None]:
         """Bot seats' moves from ``version`` on (see :meth:`Bots.play`), each committed
         with the same compare-and-set as a person's action. Also the last deadline set
-        (None: unchanged)."""
+        (None: unchanged). ``renew`` False: the moves leave the session's time to live as
+        it is (the timekeeper's, which are no sign of a person)."""
         deadline: list[int | None] = [None]
 
         def commit(expected: int, before: GameState, after: GameState, events: list[Event]) -> bool:
             timed = self.timed(stored, before, after, events)
             try:
                 self.store().commit(session_id, expected, engine.dumps_state(after), _json.encode(events),
-                                    stored.ttl, timed=timed)
+                                    stored.ttl if renew else 0, timed=timed)
             except Conflict:
                 return False
             if timed is not None and timed.deadline is not None:
@@ -99,7 +103,7 @@ class Turns:
             store.unschedule(session_id)
             return "gone"
         if player in bots:  # its move was left unmade (a failed call, or a person's draw it waited for): make it
-            moved = self.bots_play(session_id, stored, stored.version, state, patient=False)[2]
+            moved = self.bots_play(session_id, stored, stored.version, state, patient=False, renew=False)[2]
             return "bot_moved" if moved else "moved_on"
         timer = TurnTimer.decode(stored.timer)
         timeouts = _decode_counts.decode(stored.timeouts)
@@ -108,15 +112,16 @@ class Turns:
         timed_out: Event = {"type": "turn_timed_out", "player": player, "on_timeout": timer.on_timeout,
                             "deadline_ms": stored.deadline, **done}
         new_bots = b""
+        people = set(_decode_seats.decode(stored.seats)) - set(bots) - {player}
         if (timer.timeouts_to_bot and timeouts[player] >= timer.timeouts_to_bot and timer.on_timeout != "forfeit"
-                and after.status == "playing"):
+                and after.status == "playing" and people):  # a bot for the last person too: nobody would be left
             bots[player] = timer.bot  # escalation: a bot plays the seat until its person is back
             events.append({"type": "seat_changed", "player": player, "bot": timer.bot.kind, "reason": "timeouts"})
             new_bots = encode_bots(bots)
-        timed = self.timed(stored, state, after, events, timeouts, forced_at=now)
+        timed = self.timed(stored, state, after, events, timeouts, forced_at=now, player=player)
         try:
             version = store.commit(session_id, stored.version, engine.dumps_state(after),
-                                   [_json.encode([timed_out]), _json.encode(events)], stored.ttl,
+                                   [_json.encode([timed_out]), _json.encode(events)], 0,
                                    bots=new_bots, timed=timed)
         except NotDue:
             return "not_due"
@@ -128,7 +133,7 @@ class Turns:
         if new_bots or bots:
             refreshed = store.read(session_id)
             if refreshed is not None:
-                self.bots_play(session_id, refreshed, version, after, patient=False)
+                self.bots_play(session_id, refreshed, version, after, patient=False, renew=False)
         return "applied"
 
     def _forced_move(self, timer: TurnTimer, state: GameState, player: str,
@@ -141,6 +146,10 @@ class Turns:
         view = engine.view_doc(state, player)
         action = self.bots.move(view, timer.bot, version) if timer.on_timeout == "bot" else cautious_action(view)
         after, events = engine.apply(state, action)
+        seat = after.seat(player)
+        if seat in after.owed_draws:  # draw "manual": the card is drawn too, not left to be lost (R-DRAW-1)
+            after, drew = engine.apply(after, engine.Action(player, engine.ActionType.DRAW))
+            events += drew
         return after, events, {"action": engine.format_action(action)}
 
 

@@ -198,3 +198,38 @@ def test_timer_options_are_checked(http):
         answer = requests.post(f"{http.url}/v1/sessions", json={"rules": {"edition": "2022"},
                                                                 "players": ["a", "b"], **body}, timeout=10)
         assert answer.status_code == 400 and answer.json().get("field") == field, (body, answer.text)
+
+
+def test_the_last_persons_seat_never_goes_to_a_bot(http, keeper):
+    made = create(http, players=["ann", {"id": "cpu", "bot": {"kind": "heuristic"}}], on_timeout="draw",
+                  timeouts_to_bot=1)
+    sid = made["session_id"]
+    wait_for(lambda: len([e for e in events(http, sid) if e["type"] == "turn_timed_out"]) >= 2, 6)
+    log = events(http, sid)
+    assert len([e for e in log if e["type"] == "turn_timed_out"]) >= 2
+    assert not [e for e in log if e["type"] == "seat_changed"]  # a session keeps a person
+
+
+@pytest.mark.rules("R-DRAW-1")
+def test_a_forced_move_under_manual_drawing_draws_the_players_card(http, keeper):
+    made = create(http, rules={"edition": "1980", "draw": "manual"}, on_timeout="draw", timeouts_to_bot=0)
+    sid = made["session_id"]
+    timed_out = wait_for(lambda: [e for e in events(http, sid) if e["type"] == "turn_timed_out"], 5)
+    forced = [e for e in events(http, sid) if e["version"] == timed_out[0]["version"] + 1]
+    player = timed_out[0]["player"]
+    assert [e["type"] for e in forced if e.get("player") == player][:2] == ["played", "drew"]
+    assert not [e for e in events(http, sid) if e["type"] == "draw_forfeited" and e["player"] == player]
+
+
+def test_forced_moves_do_not_keep_an_abandoned_session_alive(http, keeper, redis_for_timers):
+    import redis as redis_client
+
+    from service.store import keys
+
+    made = create(http, on_timeout="draw", timeouts_to_bot=0, ttl_seconds=600)
+    game = keys(made["session_id"])[0]
+    store = redis_client.Redis.from_url(redis_for_timers)
+    store.pexpire(game, 300_000)  # as if the session had been idle for five minutes
+    # Watched in Redis itself: a read through the API is activity and would renew it.
+    assert wait_for(lambda: int(store.hget(game, "version")) >= 3, 5)  # a forced move landed
+    assert store.pttl(game) <= 300_000  # the timekeeper's writes are no sign of life

@@ -303,7 +303,7 @@ class EventsQuerySchema(Strict):
 
     after = fields.Integer(load_default=0, validate=validate.Range(*EVENTS_AFTER_RANGE),
                            metadata={"description": "version already seen"})
-    wait = fields.Float(load_default=0, validate=validate.Range(0, 3600),
+    wait = fields.Float(load_default=0, validate=validate.Range(min=0),
                         metadata={"description": "seconds to wait for an event after `after` when there is "
                                                  "none yet (long polling); capped by the service (30 by default)"})
 

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-RECHECK = 1.0  # seconds between two reads of a waiting request's log
+RECHECK = 5.0  # seconds between two reads of a waiting request's log (a missed message)
 
 
 def wait_for_events(read: Callable[[], list[Any]], changed: threading.Event, seconds: float) -> list[Any]:
