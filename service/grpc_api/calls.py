@@ -89,8 +89,10 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
             behavior = handler.unary_unary
 
             async def unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
-                started, failed = await record.begin(request, context), True
+                started, failed = record.begin(request), True
                 try:
+                    if record.needs_token:
+                        await _seat_token(context)
                     response = await behavior(request, context)
                     failed = False
                     return response
@@ -103,8 +105,10 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
             stream_behavior = handler.unary_stream
 
             async def stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-                started, failed = await record.begin(request, context), True
+                started, failed = record.begin(request), True
                 try:
+                    if record.needs_token:
+                        await _seat_token(context)
                     async for item in stream_behavior(request, context):
                         yield item
                     failed = False
@@ -117,8 +121,8 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
 
 
 class _CallRecord:
-    """What the interceptor does around one method's calls: before, the log context and
-    the seat token; after, the metrics and the access log line."""
+    """What the interceptor does around one method's calls: before, the log context (and
+    the wrapper asks for the seat token); after, the metrics and the access log line."""
 
     def __init__(self, method: str, needs_token: bool) -> None:
         self.method = method
@@ -126,16 +130,15 @@ class _CallRecord:
         self.session_call = method.startswith(f"/{SESSION_SERVICE}/")
         self.needs_token = needs_token
 
-    async def begin(self, request: Any, context: grpc.aio.ServicerContext) -> float:
+    def begin(self, request: Any) -> float:
+        """The call's log context; its start time. (Not a coroutine: every call would pay
+        for awaiting one.)"""
         fields = {"request_id": logs.request_id(metadata("x-request-id"))}
         session_id = getattr(request, "session_id", None) if self.session_call else None
         if session_id and is_session_id(session_id):  # never a caller's 100 KB string
             fields["session_id"] = session_id
         logs.CONTEXT.set(fields)
-        started = time.perf_counter()
-        if self.needs_token:
-            await _seat_token(context)
-        return started
+        return time.perf_counter()
 
     def end(self, context: grpc.aio.ServicerContext, started: float, failed: bool) -> None:
         seconds = time.perf_counter() - started
