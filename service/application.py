@@ -17,18 +17,18 @@ import msgspec
 
 import engine
 from engine import Event, GameState, IllegalActionError, InvalidInputError
-from engine.actions import PLAYER_ID
 from engine.bots import Suggestion
 
 from . import metrics
 from .admission import Admission, Caller, Limits
 from .answers import EventsRead, Outcome, SessionAnswer, SessionCreated, SessionRead
-from .bots import BotLimits, Bots, Think, decode_bots, encode_bots, think_here
+from .bots import BotLimits, Bots, Think, encode_bots, think_here
 from .config import Settings
 from .errors import ServiceError, from_engine
+from .seats import SeatOperations
 from .signing import StateSigner
 from .store import FIRST_VERSION, Conflict, SessionStore, Stored, Timed
-from .timers import INFLIGHT_GRACE_MS, TURN_SECONDS_RANGE, TurnTimer, now_ms, parse_timer, to_act, turn_started
+from .timers import TURN_SECONDS_RANGE, now_ms, to_act, turn_started
 from .turns import Turns
 
 log = logging.getLogger("ono99.app")
@@ -63,7 +63,7 @@ def _engine(call: Any, *args: Any, **kwargs: Any) -> Any:
 EVENTS_PAGE = 1000  # versions of events one read returns at most; callers page with ``after``
 
 
-class Application:
+class Application(SeatOperations):
     """Stateless games and Redis-backed sessions over the engine."""
 
     def __init__(self, signer: StateSigner, store: SessionStore | None, service_key: str | None,
@@ -181,16 +181,6 @@ class Application:
                                       shown + engine.redact_events(moved, None))
         raise ServiceError("internal_error", "could not allocate a session id")
 
-    def _turn_timer(self, options: dict[str, Any]) -> TurnTimer | None:
-        """A session's turn timer from its creation options, within the service's bounds."""
-        bot = self.bots.settings(options.get("timeout_bot") or {"kind": "heuristic"}, "timeout_bot")
-        found = parse_timer(options.get("turn_seconds"), options.get("on_timeout"), options.get("timeouts_to_bot"),
-                            bot, self.turn_seconds_range, options.get("timeout_bot"))
-        if found is not None and self._sessions().cluster:
-            raise ServiceError("invalid_request", "turn timers need a Redis that is not a Cluster",
-                               field="turn_seconds")
-        return found
-
     def authenticate(self, seats: bytes, token: str | None) -> str | None:
         """The player a seat token belongs to; None for the service key; else 401."""
         if not token:
@@ -226,82 +216,13 @@ class Application:
         view = _with_deadline(engine.view_doc(state, viewer), stored.deadline if deadline is None else deadline)
         return SessionRead(session_id, version, view, state if viewer is None else None)
 
-    def suggest_for_seat(self, session_id: str, token: str | None, bot: Any, player: str | None = None) -> Suggestion:
-        """A hint for the caller's seat (the service key names ``player``): the action a
-        bot would take, from that seat's view."""
-        settings = self.bots.settings(bot)
-        stored, caller = self._read_as(session_id, token)
-        if caller is not None and player not in (None, caller):
-            raise ServiceError("forbidden", f"this seat token belongs to {caller!r}", player=caller)
-        seat = caller or player
-        if seat is None:
-            raise ServiceError("invalid_request", "with the service key, name the seat", field="player")
-        view = _engine(engine.view_doc, engine.loads_state(stored.state), seat)
-        if caller is not None:
-            self.admission.check_action(self._sessions(), session_id, caller)  # a hint costs like an action
-        return self.bots.choose(view, settings)
-
-    def set_seat_bot(self, session_id: str, token: str | None, player: str, bot: Any) -> int:
-        """Hand ``player``'s seat to a bot (``bot`` None: back to its person), by that
-        seat's token or the service key, as a version of its own (event
-        ``seat_changed``); the bot moves at once when the seat has an action. Returns
-        the hand-over's version (the session's, unchanged, when there was nothing to do)."""
-        settings = None if bot is None else self.bots.settings(bot)
-        if not PLAYER_ID.fullmatch(player):  # never echo a caller's 100 KB name
-            raise ServiceError("invalid_request", "a player id is 1 to 64 letters, digits, '_' or '-'",
-                               field="player")
-        for _attempt in range(5):
-            stored = self._load(session_id)
-            caller = self.authenticate(stored.seats, token)
-            if caller is not None and caller != player:
-                raise ServiceError("forbidden", f"this seat token belongs to {caller!r}, not to {player!r}",
-                                   player=caller)
-            if caller is not None and _attempt == 0:
-                self.admission.check_action(self._sessions(), session_id, caller)  # each hand-over is a version
-            state = engine.loads_state(stored.state)
-            if state.seat(player) is None:
-                raise ServiceError("invalid_request", f"{player!r} does not play in this session", field="player")
-            bots = decode_bots(stored.bots)
-            timeouts = None
-            if settings is None:
-                if player not in bots:
-                    return stored.version  # the person has the seat already
-                if player not in _decode_seats.decode(stored.seats):
-                    raise ServiceError("invalid_request", f"{player!r} was made a bot seat: no person holds it",
-                                       field="player")
-                del bots[player]
-                timeouts = {**_decode_counts.decode(stored.timeouts), player: 0}  # back: timeouts count anew
-            else:
-                bots[player] = settings
-                people = set(_decode_seats.decode(stored.seats)) - set(bots)
-                if not people:
-                    raise ServiceError("invalid_request", "a session needs at least one seat played by a person",
-                                       field="player")
-            batch: list[Event] = [{"type": "seat_changed", "player": player,
-                                   **({"bot": settings.kind} if settings else {})}]
-            timed = self.turns.timed(stored, state, state, batch, timeouts)
-            try:
-                self._sessions().commit(session_id, stored.version, stored.state, _json.encode(batch), stored.ttl,
-                                        bots=encode_bots(bots), timed=timed)
-            except Conflict:
-                continue
-            version = stored.version + 1
-            log.info("seat changed", extra={"session_id": session_id, "version": version, "player": player})
-            self.turns.bots_play(session_id, self._load(session_id), version, state)
-            return version
-        raise ServiceError("version_conflict", "the session kept changing; try again")
-
     def act(self, session_id: str, token: str | None, action: Any, expected_version: int | None = None,
             idempotency_key: str | None = None, key_field: str = "idempotency_key") -> SessionAnswer:
         """Apply a seat's action with a compare-and-set on the session version.
 
         ``key_field`` names the idempotency key as the transport takes it, for errors.
         """
-        if expected_version is not None and expected_version < 1:
-            raise ServiceError("invalid_request", "expected_version counts from 1", field="expected_version")
-        if idempotency_key is not None and len(idempotency_key) > MAX_IDEMPOTENCY_KEY:
-            raise ServiceError("invalid_request", f"{key_field} is at most {MAX_IDEMPOTENCY_KEY} characters",
-                               field=key_field)
+        _check_act(expected_version, idempotency_key, key_field)
         store = self._sessions()
         parsed = _engine(engine.parse_action, action)
         fingerprint = _hash(_json.encode([engine.format_action(parsed), expected_version])) if idempotency_key else ""
@@ -325,15 +246,8 @@ class Application:
             if player is not None and _attempt == 0 and self._escalated(stored, player):
                 self.set_seat_bot(session_id, token, player, None)  # a seat a timer gave a bot: its person is back
                 continue
-            timeouts = self._timer_waits(session_id, stored, parsed.player)
-            try:
-                next_state, events = _apply_counted("session", state, parsed)
-            except ServiceError:
-                if stored.timer:
-                    store.clear_inflight(session_id, parsed.player)
-                raise
+            next_state, events, timed = self._judge(session_id, stored, state, parsed)
             version = stored.version + 1
-            timed = self.turns.timed(stored, state, next_state, events, timeouts, player=parsed.player)
             answer = SessionAnswer(session_id, version, parsed.player,
                                    [{**e, "version": version} for e in engine.redact_events(events, parsed.player)],
                                    _with_deadline(engine.view_doc(next_state, parsed.player),
@@ -352,6 +266,20 @@ class Application:
             return self._after_action(session_id, answer, next_state, stored, scoped_key, fingerprint)
         raise ServiceError("version_conflict", "the session kept changing; try again")
 
+    def _judge(self, session_id: str, stored: Stored, state: GameState,
+               action: engine.Action) -> tuple[GameState, list[Event], Timed | None]:
+        """The state after a seat's action, its events, and in a timed session the turn
+        timer's part (the timer waits while the action is judged; see SeatOperations)."""
+        timeouts = self._timer_waits(session_id, stored, action.player)
+        try:
+            next_state, events = _apply_counted("session", state, action)
+        except ServiceError:
+            if stored.timer:
+                self._sessions().clear_inflight(session_id, action.player)
+            raise
+        return next_state, events, self.turns.timed(stored, state, next_state, events, timeouts,
+                                                    player=action.player)
+
     def _after_action(self, session_id: str, answer: SessionAnswer, state: GameState, stored: Stored,
                       scoped_key: str | None, fingerprint: str) -> SessionAnswer:
         """The bot seats' moves that follow an action, before it is answered: the answer
@@ -367,26 +295,6 @@ class Application:
         if scoped_key:
             self._sessions().record(session_id, scoped_key, _record(fingerprint, answer))
         return answer
-
-    @staticmethod
-    def _escalated(stored: Stored, player: str) -> bool:
-        """Whether a turn timer handed ``player``'s seat to a bot (after their timeouts)."""
-        if not stored.timer or player not in decode_bots(stored.bots):
-            return False
-        limit = TurnTimer.decode(stored.timer).timeouts_to_bot
-        return bool(limit) and _decode_counts.decode(stored.timeouts).get(player, 0) >= limit
-
-    def _timer_waits(self, session_id: str, stored: Stored, player: str) -> dict[str, int] | None:
-        """Before a seat's action in a timed session is judged: hold the timer while it is
-        in flight (an action that arrives before the deadline wins), and the seat's
-        timeouts in a row as they will be once it lands (None: unchanged)."""
-        if not stored.timer:
-            return None
-        left = stored.deadline - now_ms()
-        if stored.deadline and left > 0:
-            self._sessions().mark_inflight(session_id, player, left + INFLIGHT_GRACE_MS)
-        counts = _decode_counts.decode(stored.timeouts)
-        return {**counts, player: 0} if counts.get(player) else None
 
     def _replay(self, session_id: str, recorded: bytes, fingerprint: str) -> SessionAnswer:
         record = _decode_answer.decode(recorded)
@@ -459,6 +367,14 @@ def _apply_counted(mode: str, state: GameState, action: Any) -> tuple[GameState,
     if next_state.status == "over":
         metrics.GAMES_FINISHED.labels(next_state.rules.edition).inc()
     return next_state, events
+
+
+def _check_act(expected_version: int | None, idempotency_key: str | None, key_field: str) -> None:
+    if expected_version is not None and expected_version < 1:
+        raise ServiceError("invalid_request", "expected_version counts from 1", field="expected_version")
+    if idempotency_key is not None and len(idempotency_key) > MAX_IDEMPOTENCY_KEY:
+        raise ServiceError("invalid_request", f"{key_field} is at most {MAX_IDEMPOTENCY_KEY} characters",
+                           field=key_field)
 
 
 def _record(fingerprint: str, answer: SessionAnswer) -> bytes:

@@ -99,8 +99,8 @@ class Settings:
         return bool(self.redis_url or self.redis_sentinels)
 
     def connect_redis(self) -> Any:
-        """A Redis client for these settings (see service.store.connect)."""
-        from .store import connect
+        """A Redis client for these settings (see service.redis_client.connect)."""
+        from .redis_client import connect
 
         return connect(self.redis_url, self.redis_timeout, self.redis_sentinels, self.redis_sentinel_master,
                        self.redis_cluster)

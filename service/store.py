@@ -21,17 +21,15 @@ two round trips: one pipelined read, one compare-and-set script.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 import redis
-from redis.backoff import ExponentialBackoff
-from redis.retry import Retry
 
 from . import metrics
 from .errors import ServiceError
+from .redis_client import Breaker, Client, T, unavailable
 
 log = logging.getLogger("ono99.store")
 
@@ -189,83 +187,6 @@ class Conflict(Exception):
         self.version = version
 
 
-# redis.Redis, or redis.cluster.RedisCluster: both offer every command used here.
-Client = Any
-
-
-def connect(url: str | None, timeout: float, sentinels: str | None = None,
-            sentinel_master: str = "mymaster", cluster: bool = False) -> Client:
-    """A client that gives up quickly: explicit socket timeouts, one quick retry.
-
-    With ``sentinels`` ("host:port,host:port") the client asks Redis Sentinel for the
-    current primary of ``sentinel_master`` and follows it across failovers. With
-    ``cluster`` the URL names any node of a Redis Cluster; a session's keys share a
-    slot (the ``{session id}`` hash tag), so its scripts and pipelines stay on one node.
-    """
-    # A call gives up after ``timeout``: a timeout is not retried (that would double the
-    # wait); a dropped connection is, once (a failover or an idle connection closed).
-    retry = Retry(ExponentialBackoff(cap=0.05, base=0.01), retries=1, supported_errors=(redis.ConnectionError,))
-    options = {"socket_timeout": timeout, "socket_connect_timeout": timeout, "retry": retry,
-               "health_check_interval": 30}
-    if sentinels:
-        from redis.sentinel import Sentinel
-
-        nodes = [(host, int(port)) for host, _, port in (n.strip().rpartition(":") for n in sentinels.split(","))]
-        sentinel = Sentinel(nodes, socket_timeout=timeout, socket_connect_timeout=timeout)  # type: ignore[no-untyped-call]
-        primary: redis.Redis = sentinel.master_for(sentinel_master, **options)  # type: ignore[no-untyped-call]
-        return primary
-    if not url:
-        raise ValueError("a Redis URL or Sentinel addresses are needed")
-    if cluster:
-        from redis.cluster import RedisCluster
-
-        return RedisCluster.from_url(
-            url, socket_timeout=timeout, socket_connect_timeout=timeout, retry=retry)
-    return redis.Redis.from_url(url, **options)
-
-
-def _unavailable(exc: Exception, operation: str = "call") -> ServiceError:
-    metrics.REDIS_ERRORS.labels(operation).inc()
-    log.warning("session store unreachable", extra={"operation": operation, "error": type(exc).__name__})
-    return ServiceError("unavailable", f"the session store cannot be reached ({type(exc).__name__})")
-
-
-T = TypeVar("T")
-
-
-class Breaker:
-    """A circuit breaker over the calls to Redis.
-
-    After ``failures`` calls in a row that could not reach Redis it opens: calls are
-    refused at once for ``reset`` seconds. Then calls go through again; the first
-    success closes it, and the first failure opens it for another ``reset`` seconds.
-    It takes no lock around a call, so concurrent calls stay concurrent (pybreaker
-    holds one lock across every guarded call, which would serialize a process' Redis
-    calls); a race between two failures only counts one of them twice.
-    """
-
-    def __init__(self, failures: int, reset: float) -> None:
-        self.failures, self.reset = max(1, failures), reset
-        self.failed = 0
-        self.open_until = 0.0
-
-    def refuses(self) -> float:
-        """Seconds until calls go through again; 0 when they go through now."""
-        if self.failed < self.failures:
-            return 0.0
-        return max(0.0, self.open_until - time.monotonic())
-
-    def succeeded(self) -> None:
-        self.failed = 0
-
-    def failed_once(self) -> None:
-        self.failed += 1
-        if self.failed >= self.failures:
-            if self.failed == self.failures:
-                log.warning("session store unreachable: refusing calls", extra={"seconds": self.reset})
-            self.open_until = time.monotonic() + self.reset
-
-
 class SessionStore:
     """Session persistence over one Redis (or a Redis Cluster: keys share a slot).
 
@@ -314,7 +235,7 @@ class SessionStore:
             result = work()
         except (redis.ConnectionError, redis.TimeoutError) as exc:
             self.breaker.failed_once()
-            raise _unavailable(exc, operation) from exc
+            raise unavailable(exc, operation) from exc
         except redis.ResponseError as exc:
             # Redis answered but refused: out of memory under noeviction, or a
             # setup it does not have (WAITAOF without an append-only file). Nothing was
