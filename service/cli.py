@@ -287,7 +287,7 @@ def timers(args: argparse.Namespace, settings: Settings) -> int:
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
-    Timekeeper(app.store, app.turns, settings.timer_interval).run(stop)
+    Timekeeper(app.store, app.turns, settings.timer_interval, threads=settings.timer_threads).run(stop)
     return 0
 
 

@@ -64,6 +64,7 @@ class Settings:
     events_wait_max: float = 30.0
     http_waiters: int = 500
     timer_interval: float = 0.1
+    timer_threads: int = 4
     log_level: str = "info"
 
     ENV: ClassVar[dict[str, str]] = {
@@ -91,6 +92,7 @@ class Settings:
         "turn_seconds_min": "ONO99_TURN_SECONDS_MIN", "turn_seconds_max": "ONO99_TURN_SECONDS_MAX",
         "timers": "ONO99_TIMERS", "events_wait_max": "ONO99_EVENTS_WAIT_MAX",
         "http_waiters": "ONO99_HTTP_WAITERS", "timer_interval": "ONO99_TIMER_INTERVAL",
+        "timer_threads": "ONO99_TIMER_THREADS",
     }
 
     @property

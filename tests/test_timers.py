@@ -233,3 +233,19 @@ def test_forced_moves_do_not_keep_an_abandoned_session_alive(http, keeper, redis
     # Watched in Redis itself: a read through the API is activity and would renew it.
     assert wait_for(lambda: int(store.hget(game, "version")) >= 3, 5)  # a forced move landed
     assert store.pttl(game) <= 300_000  # the timekeeper's writes are no sign of life
+
+
+def test_costly_forced_moves_do_not_hold_up_the_others(http, keeper):
+    """Three sessions whose timeout bot searches for a second per move, and one whose
+    timer draws: the light session's forced moves stay within a second of their
+    deadlines (one timekeeper; its costly moves each hold a thread of its own)."""
+    heavy = {"kind": "ismcts", "budget_ms": 1000}
+    for i in range(3):
+        create(http, on_timeout="bot", timeout_bot=heavy, timeouts_to_bot=0, seed=100 + i)
+    light = create(http, on_timeout="draw", timeouts_to_bot=0, seed=7)
+    time.sleep(4.5)
+    log = events(http, light["session_id"])
+    starts = {e["version"]: e["deadline_ms"] for e in log if e["type"] == "turn_started"}
+    lateness = [starts[e["version"] + 1] - 1000 - e["deadline_ms"] for e in log
+                if e["type"] == "turn_timed_out" and e["version"] + 1 in starts]
+    assert len(lateness) >= 2 and max(lateness) <= 1000, lateness
