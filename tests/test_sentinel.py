@@ -89,3 +89,41 @@ def test_sessions_follow_the_primary_through_a_failover(sentinel_setup):
     _wait(lambda: act() == 200, seconds=10, what="the service to follow the new primary")
     version = client.get(f"/v1/sessions/{sid}", headers={"Authorization": f"Bearer {SERVICE_KEY}"}).json["version"]
     assert version >= 3  # both actions are there: nothing the old primary had replicated was lost
+
+
+def test_timekeepers_follow_the_primary_and_no_forced_move_is_lost_or_doubled(sentinel_setup):
+    from tests.conftest import RunningServer
+
+    primary, replica, sentinel_port = sentinel_setup
+    sentinel_env = {"REDIS_SENTINELS": f"127.0.0.1:{sentinel_port}", "REDIS_SENTINEL_MASTER": "ono99",
+                    "ONO99_REDIS_TIMEOUT": "0.3", "ONO99_LOG_LEVEL": "warning", "ONO99_REDIS_BREAKER_RESET": "0.5"}
+    settings = make_settings(None, redis_sentinels=f"127.0.0.1:{sentinel_port}", redis_sentinel_master="ono99",
+                             redis_timeout=0.3, creates_per_minute=0)
+    client = create_app(settings, warn_unsigned=False).test_client()
+    keepers = [RunningServer(["timers", "--metrics-port", "0"], sentinel_env, free_port()) for _ in range(2)]
+    try:
+        sessions = [client.post("/v1/sessions", json={"rules": {"edition": "2022"}, "players": ["ann", "bob"],
+                                                      "seed": i, "turn_seconds": 1, "on_timeout": "draw",
+                                                      "timeouts_to_bot": 0}).json["session_id"]
+                    for i in range(10)]
+        time.sleep(2.5)
+        primary.stop()  # the primary dies with forced moves under way; Sentinel promotes the replica
+        _wait(lambda: int((_sentinel_primary(sentinel_port) or (0, 0))[1]) == replica.port, what="the failover")
+        failed_over = time.time() * 1000
+        time.sleep(3.5)
+    finally:
+        for keeper in keepers:
+            keeper.stop()
+
+    def log(sid):
+        answer = client.get(f"/v1/sessions/{sid}/events", headers={"Authorization": f"Bearer {SERVICE_KEY}"})
+        assert answer.status_code == 200, answer.json
+        return answer.json["events"]
+
+    for sid in sessions:
+        events = log(sid)
+        versions = sorted({e["version"] for e in events})
+        assert versions == list(range(versions[0], versions[-1] + 1))  # nothing doubled or skipped
+        deadlines = [e["deadline_ms"] for e in events if e["type"] == "turn_timed_out"]
+        assert len(deadlines) == len(set(deadlines))  # each deadline forced once
+        assert max(deadlines) > failed_over  # the timekeepers went on with the new primary
