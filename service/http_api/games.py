@@ -108,7 +108,7 @@ class View(MethodView):
 class Suggest(MethodView):
     @blp.arguments(SuggestSchema())
     @blp.response(200, SuggestionSchema)
-    @document_errors(blp, 413, 422)
+    @document_errors(blp, 413, 422, 429)
     def post(self, body: dict[str, Any]) -> Response:
         """The action a bot would take for ``player``: it is handed that player's view
         only, never the state. With ``simulations`` and ``seed`` the answer is always the

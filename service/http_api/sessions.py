@@ -77,7 +77,7 @@ class Sessions(MethodView):
 class Session(MethodView):
     @blp.response(200, SessionViewSchema)
     @blp.doc(security=AUTH)
-    @document_errors(blp, 401, 404, 503)
+    @document_errors(blp, 401, 404, 429, 503)
     def get(self, session_id: str) -> Response:
         """The caller's view (a seat token), or the full state (the service key)."""
         read = app_layer().get_session(session_id, _token())
@@ -155,7 +155,7 @@ class SessionSuggest(MethodView):
     @blp.arguments(SessionSuggestSchema())
     @blp.response(200, SuggestionSchema)
     @blp.doc(security=AUTH)
-    @document_errors(blp, 401, 403, 404, 413, 422, 503)
+    @document_errors(blp, 401, 403, 404, 413, 422, 429, 503)
     def post(self, body: dict[str, Any], session_id: str) -> Response:
         """A hint for the caller's seat: the action a bot would take, from that seat's
         view only (the service key names the seat in ``player``)."""
@@ -168,7 +168,7 @@ class SeatBot(MethodView):
     @blp.arguments(SeatBotSchema())
     @blp.response(200, VersionSchema)
     @blp.doc(security=AUTH)
-    @document_errors(blp, 401, 403, 404, 409, 413, 503)
+    @document_errors(blp, 401, 403, 404, 409, 413, 429, 503)
     def put(self, body: dict[str, Any], session_id: str, player: str) -> Response:
         """Hand the seat to a bot (the seat's token or the service key): a version of its
         own (event ``seat_changed``); the bot moves at once when the seat has an action."""
@@ -177,7 +177,7 @@ class SeatBot(MethodView):
 
     @blp.response(200, VersionSchema)
     @blp.doc(security=AUTH)
-    @document_errors(blp, 401, 403, 404, 409, 503)
+    @document_errors(blp, 401, 403, 404, 409, 429, 503)
     def delete(self, session_id: str, player: str) -> Response:
         """Take the seat back from its bot (the seat's token or the service key)."""
         version = app_layer().set_seat_bot(session_id, _token(), player, None)
