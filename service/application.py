@@ -169,7 +169,7 @@ class Application(SeatOperations):
         seats = _json.encode({pid: _hash(token) for pid, token in tokens.items()})
         ttl = ttl or self.session_ttl
         for _ in range(3):
-            session_id = secrets.token_urlsafe(16)
+            session_id = store.new_session_id(timed=turn_timer is not None)
             if store.create(session_id, engine.dumps_state(state), seats, _json.encode(events), ttl,
                             encode_bots(bots), turn_timer.encode() if turn_timer else b"", deadline):
                 log.info("session created", extra={"session_id": session_id, "version": FIRST_VERSION})

@@ -52,9 +52,6 @@ class SeatOperations:
         bot = self.bots.settings(options.get("timeout_bot") or {"kind": "heuristic"}, "timeout_bot")
         found = parse_timer(options.get("turn_seconds"), options.get("on_timeout"), options.get("timeouts_to_bot"),
                             bot, self.turn_seconds_range, options.get("timeout_bot"))
-        if found is not None and self._sessions().cluster:
-            raise ServiceError("invalid_request", "turn timers need a Redis that is not a Cluster",
-                               field="turn_seconds")
         return found
 
     def suggest_for_seat(self, session_id: str, token: str | None, bot: Any, player: str | None = None) -> Suggestion:

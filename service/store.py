@@ -21,11 +21,13 @@ two round trips: one pipelined read, one compare-and-set script.
 from __future__ import annotations
 
 import logging
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import redis
+from redis.crc import key_slot
 
 from . import metrics
 from .errors import ServiceError
@@ -88,6 +90,11 @@ return 1
 """
 
 TIMERS = "ono99:timers"  # sorted set: a timed session's game key, scored by its turn's deadline
+# On a Redis Cluster a script may touch one slot only, so the timers are split in
+# TIMER_SHARDS sorted sets, each tagged ({t0} ... {t63}), and a timed session's id is
+# drawn so that its keys share the slot of one of them.
+TIMER_SHARDS = 64
+_SHARD_OF_SLOT = {key_slot(f"t{k}".encode()): f"ono99:timers:{{t{k}}}" for k in range(TIMER_SHARDS)}
 
 FIRST_VERSION = 1  # a new session's version; each action adds one
 
@@ -265,7 +272,7 @@ class SessionStore:
                bots: bytes = b"{}", timer: bytes = b"", deadline: int = 0) -> bool:
         """Store a new session at FIRST_VERSION; False if the id is taken. A ``timer``
         schedules the first turn's ``deadline``."""
-        names = list(keys(session_id)[:2]) + ([TIMERS] if timer else [])
+        names = list(keys(session_id)[:2]) + ([self.timers_key(session_id)] if timer else [])
         return bool(self._call("create", lambda: self._durable(lambda client: self._create(
             keys=names, args=[state, seats, events, ttl, FIRST_VERSION, bots, timer, deadline], client=client))))
 
@@ -308,7 +315,8 @@ class SessionStore:
         on, and NotDue when a forced move finds the deadline not passed or the player's
         action in flight."""
         batches = [events] if isinstance(events, bytes) else events
-        names = list(keys(session_id)) + ([TIMERS, inflight_key(session_id, timed.player)] if timed else [])
+        names = list(keys(session_id)) + ([self.timers_key(session_id), inflight_key(session_id, timed.player)]
+                                          if timed else [])
         timed = timed or Timed()
         status, version = self._call("commit", lambda: self._durable(lambda client: self._commit(
             keys=names, client=client,
@@ -326,12 +334,38 @@ class SessionStore:
     def claim_due(self, now_ms: int, lease_ms: int, most: int) -> list[tuple[str, int]]:
         """Timed sessions whose deadline has passed, as (session id, deadline), each
         pushed ``lease_ms`` on (see _CLAIM)."""
-        found = self._call("claim", lambda: self._claim(keys=[TIMERS], args=[now_ms, lease_ms, most]))
-        return [(_session_of(found[i]), int(float(found[i + 1]))) for i in range(0, len(found), 2)]
+        due: list[tuple[str, int]] = []
+        for timers in (_SHARD_OF_SLOT.values() if self.cluster else (TIMERS,)):
+            left = most - len(due)
+            if left <= 0:
+                break
+            found = self._claim_from(timers, now_ms, lease_ms, left)
+            due += [(_session_of(found[i]), int(float(found[i + 1]))) for i in range(0, len(found), 2)]
+        return due
+
+    def _claim_from(self, timers: str, now_ms: int, lease_ms: int, most: int) -> Any:
+        return self._call("claim", lambda: self._claim(keys=[timers], args=[now_ms, lease_ms, most]))
+
+    def timers_key(self, session_id: str) -> str:
+        """The sorted set that holds a timed session's deadline (one in its slot on a
+        Cluster; a session whose id was not drawn for a timer has none: "")."""
+        if not self.cluster:
+            return TIMERS
+        return _SHARD_OF_SLOT.get(key_slot(keys(session_id)[0].encode()), "")
+
+    def new_session_id(self, timed: bool) -> str:
+        """A fresh session id; on a Cluster a timed session's keys land in the slot of a
+        timers shard (a few hundred draws at most, each a CRC16)."""
+        while True:
+            session_id = secrets.token_urlsafe(16)
+            if not (timed and self.cluster) or key_slot(keys(session_id)[0].encode()) in _SHARD_OF_SLOT:
+                return session_id
 
     def unschedule(self, session_id: str) -> None:
         """Forget a session's timer (it ended, or expired)."""
-        self._call("unschedule", lambda: self.client.zrem(TIMERS, keys(session_id)[0]))
+        timers = self.timers_key(session_id)
+        if timers:
+            self._call("unschedule", lambda: self.client.zrem(timers, keys(session_id)[0]))
 
     def mark_inflight(self, session_id: str, player: str, ms: int) -> None:
         """A seat's action is being judged: the timer waits for it (at most ``ms``)."""
@@ -377,11 +411,10 @@ class SessionStore:
     def delete(self, session_id: str) -> bool:
         """Delete a session (and its timer); False if it did not exist."""
         def work() -> Any:
-            if self.cluster:  # a Cluster has no timed sessions (TIMERS would be in a slot of its own)
-                return self.client.delete(*keys(session_id))
-            pipe = self.client.pipeline(transaction=False)
-            pipe.delete(*keys(session_id))
-            pipe.zrem(TIMERS, keys(session_id)[0])
-            return pipe.execute()[0]
+            found = self.client.delete(*keys(session_id))  # one slot: one command, also on a Cluster
+            timers = self.timers_key(session_id)
+            if timers:
+                self.client.zrem(timers, keys(session_id)[0])
+            return found
 
         return bool(self._call("delete", work))

@@ -1,7 +1,8 @@
 """Turn timers: a session never waits forever for a player who left.
 
 A timed session gives the player to act ``turn_seconds``; the deadline (epoch ms) is
-kept with the session and in one Redis sorted set (``store.TIMERS``). When it passes, a
+kept with the session and in a Redis sorted set (``store.TIMERS``; on a Cluster one of
+``store.TIMER_SHARDS`` in the session's slot). When it passes, a
 timekeeper (:mod:`service.timekeeper`, any number of them on any number of replicas)
 claims the session and moves for the player, through the same compare-and-set as an
 action, at the version whose deadline passed: ``on_timeout`` ``"bot"`` (a bot's move),

@@ -112,3 +112,41 @@ def test_event_streams_work_on_the_cluster(cluster):
         channel.close()
         rpc.stop()
     assert event.version == second and waited < 5
+
+
+def test_turn_timers_work_on_the_cluster(cluster):
+    """Timed sessions spread over the nodes; two timekeepers claim from every timers
+    shard and force each turn once."""
+    from service.store import _SHARD_OF_SLOT
+    from tests.conftest import SERVICE_KEY, RunningServer
+
+    url = f"redis://127.0.0.1:{cluster[0].port}/0"
+    client = create_app(make_settings(url, redis_cluster=True, creates_per_minute=0), warn_unsigned=False).test_client()
+    env = {"REDIS_URL": url, "REDIS_CLUSTER": "true", "ONO99_LOG_LEVEL": "warning"}
+    keepers = [RunningServer(["timers", "--metrics-port", "0"], env, free_port()) for _ in range(2)]
+    try:
+        sessions = []
+        for seed in range(12):
+            created = client.post("/v1/sessions", json={"rules": {"edition": "2022"}, "players": ["ann", "bob"],
+                                                        "seed": seed, "turn_seconds": 1, "on_timeout": "draw",
+                                                        "timeouts_to_bot": 0})
+            assert created.status_code == 201, created.data
+            sid = created.json["session_id"]
+            assert redis.cluster.key_slot(keys(sid)[0].encode()) in _SHARD_OF_SLOT  # a timers shard's slot
+            sessions.append(sid)
+        time.sleep(3.5)
+    finally:
+        for keeper in keepers:
+            keeper.stop()
+    slots = {redis.cluster.key_slot(keys(sid)[0].encode()) for sid in sessions}
+    assert len({next(i for i, (a, b) in enumerate([(0, 5460), (5461, 10922), (10923, 16383)]) if a <= s <= b)
+                for s in slots}) > 1  # on more than one node
+    for sid in sessions:
+        events = client.get(f"/v1/sessions/{sid}/events", headers={"Authorization": f"Bearer {SERVICE_KEY}"}).json
+        events = events["events"]
+        versions = sorted({e["version"] for e in events})
+        assert versions == list(range(versions[0], versions[-1] + 1))
+        deadlines = [e["deadline_ms"] for e in events if e["type"] == "turn_timed_out"]
+        assert len(deadlines) >= 2 and len(deadlines) == len(set(deadlines))
+    assert client.delete(f"/v1/sessions/{sessions[0]}", headers={"Authorization": f"Bearer {SERVICE_KEY}"}
+                         ).status_code == 204

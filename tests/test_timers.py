@@ -237,8 +237,10 @@ def test_forced_moves_do_not_keep_an_abandoned_session_alive(http, keeper, redis
 
 def test_costly_forced_moves_do_not_hold_up_the_others(http, keeper):
     """Three sessions whose timeout bot searches for a second per move, and one whose
-    timer draws: the light session's forced moves stay within a second of their
-    deadlines (one timekeeper; its costly moves each hold a thread of its own)."""
+    timer draws: the light session's forced moves stay within 1.5 s of their deadlines
+    (one timekeeper; its costly moves each hold a thread of its own; made one after
+    another they left it over 3 s late; the margin is for the other tests sharing the
+    two cores)."""
     heavy = {"kind": "ismcts", "budget_ms": 1000}
     for i in range(3):
         create(http, on_timeout="bot", timeout_bot=heavy, timeouts_to_bot=0, seed=100 + i)
@@ -248,4 +250,4 @@ def test_costly_forced_moves_do_not_hold_up_the_others(http, keeper):
     starts = {e["version"]: e["deadline_ms"] for e in log if e["type"] == "turn_started"}
     lateness = [starts[e["version"] + 1] - 1000 - e["deadline_ms"] for e in log
                 if e["type"] == "turn_timed_out" and e["version"] + 1 in starts]
-    assert len(lateness) >= 2 and max(lateness) <= 1000, lateness
+    assert len(lateness) >= 2 and max(lateness) <= 1500, lateness
