@@ -103,9 +103,7 @@ class Bots:
         bots' events (unredacted, each with its version)."""
         moved: list[Event] = []
         for _ in range(most if bots else 0):
-            owing = {state.players[i].id for i in state.owed_draws}
-            person_owes = patient and any(p not in bots for p in owing)
-            actor = next((p for p in players_to_act(state) if p in bots and (p in owing or not person_owes)), None)
+            actor = next_bot(state, bots, patient)
             if actor is None:
                 break
             action = self.move(engine.view_doc(state, actor), bots[actor], version)
@@ -123,6 +121,14 @@ class Bots:
         seed = (settings.seed or 0) * 1_000_003 + version
         seeded = msgspec.structs.replace(settings, seed=(seed + 2**63) % 2**64 - 2**63)
         return self.choose(view, seeded).action
+
+
+def next_bot(state: GameState, bots: dict[str, BotSettings], patient: bool = True) -> str | None:
+    """The bot seat whose move is due now, if any (see :meth:`Bots.play` for
+    ``patient``)."""
+    owing = {state.players[i].id for i in state.owed_draws}
+    person_owes = patient and any(p not in bots for p in owing)
+    return next((p for p in players_to_act(state) if p in bots and (p in owing or not person_owes)), None)
 
 
 def decode_bots(raw: bytes) -> dict[str, BotSettings]:

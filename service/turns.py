@@ -15,11 +15,10 @@ import msgspec
 
 import engine
 from engine import Event, GameState
-from engine.bots import players_to_act
 from engine.leaving import forfeit
 
 from . import metrics
-from .bots import Bots, decode_bots, encode_bots
+from .bots import Bots, decode_bots, encode_bots, next_bot
 from .store import Conflict, NotDue, SessionStore, Stored, Timed
 from .timers import TurnTimer, cautious_action, next_deadline, now_ms, to_act, turn_started
 
@@ -57,9 +56,8 @@ class Turns:
 
     @staticmethod
     def bots_pending(stored: Stored, state: GameState) -> bool:
-        """Whether a bot seat has an action now (its move is due)."""
-        bots = decode_bots(stored.bots)
-        return bool(bots) and any(p in bots for p in players_to_act(state))
+        """Whether a bot seat's move is due now (the one :meth:`bots_play` would make)."""
+        return next_bot(state, decode_bots(stored.bots)) is not None
 
     def bots_play(self, session_id: str, stored: Stored, version: int, state: GameState,
                   patient: bool = True, renew: bool = True) -> tuple[int, GameState, list[Event], int | None]:
