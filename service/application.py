@@ -24,7 +24,7 @@ from .admission import Admission, Caller, Limits
 from .answers import EventsRead, Outcome, SessionAnswer, SessionCreated, SessionRead
 from .bots import BotLimits, Bots, Think, encode_bots, think_here
 from .config import Settings
-from .errors import ServiceError, from_engine
+from .errors import ServiceError, engine_call, from_engine
 from .seats import SeatOperations
 from .signing import StateSigner
 from .store import FIRST_VERSION, Conflict, SessionStore, Stored, Timed
@@ -37,7 +37,6 @@ _json = msgspec.json.Encoder()
 _decode_events = msgspec.json.Decoder(list[dict[str, Any]])
 _decode_seats = msgspec.json.Decoder(dict[str, str])
 _decode_answer = msgspec.json.Decoder(dict[str, Any])
-_decode_counts = msgspec.json.Decoder(dict[str, int])
 
 
 MAX_IDEMPOTENCY_KEY = 200  # characters
@@ -51,13 +50,6 @@ SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 def is_session_id(value: str) -> bool:
     """Whether ``value`` has the shape of a session id (it may still be unknown)."""
     return SESSION_ID.fullmatch(value) is not None
-
-
-def _engine(call: Any, *args: Any, **kwargs: Any) -> Any:
-    try:
-        return call(*args, **kwargs)
-    except (InvalidInputError, IllegalActionError) as exc:
-        raise from_engine(exc) from None
 
 
 EVENTS_PAGE = 1000  # versions of events one read returns at most; callers page with ``after``
@@ -106,13 +98,13 @@ class Application(SeatOperations):
 
     def new_game(self, rules: Any, players: Any, seed: Any = None, deck: Any = None) -> Outcome:
         """Deal a game (R-SET-1, R-RNG-2)."""
-        state, events = _engine(engine.new_game, rules, players, seed=seed, deck=deck)
+        state, events = engine_call(engine.new_game, rules, players, seed=seed, deck=deck)
         return self._outcome(state, events)
 
     def trusted_state(self, doc: Any, signature: str | None) -> GameState:
         """Decode and validate a caller's state document (the one place either transport
         decodes one), and check its signature."""
-        state: GameState = _engine(engine.decode_state, doc)
+        state: GameState = engine_call(engine.decode_state, doc)
         self.signer.verify(state, signature)
         return state
 
@@ -127,7 +119,7 @@ class Application(SeatOperations):
 
     def view(self, state: GameState, player: str | None) -> engine.ViewDoc:
         """What ``player`` (None: a spectator) may see."""
-        view: engine.ViewDoc = _engine(engine.view_doc, state, player)
+        view: engine.ViewDoc = engine_call(engine.view_doc, state, player)
         return view
 
     def suggest(self, state: GameState, player: str, bot: Any, caller: Caller | None = None) -> Suggestion:
@@ -160,7 +152,7 @@ class Application(SeatOperations):
         self.admission.check_creation(store, caller.address, _hash(caller.api_key) if caller.api_key else None)
         ids, bots = self.bots.seats(players)
         turn_timer = self._turn_timer(timer or {})
-        state, events = _engine(engine.new_game, rules, ids, seed=seed, deck=deck)
+        state, events = engine_call(engine.new_game, rules, ids, seed=seed, deck=deck)
         deadline = 0
         if turn_timer is not None and to_act(state) is not None:
             deadline = now_ms() + turn_timer.turn_ms
@@ -224,7 +216,7 @@ class Application(SeatOperations):
         """
         _check_act(expected_version, idempotency_key, key_field)
         store = self._sessions()
-        parsed = _engine(engine.parse_action, action)
+        parsed = engine_call(engine.parse_action, action)
         fingerprint = _hash(_json.encode([engine.format_action(parsed), expected_version])) if idempotency_key else ""
         # A key belongs to the caller that used it (its seat token or the service key):
         # no other caller can replay its answer, collide with it or learn that it exists.

@@ -7,7 +7,7 @@ view, never a state.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -86,7 +86,7 @@ class Bots:
                 bots[entry["id"]] = self.settings(entry["bot"], f"players[{i}].bot")
                 entry = entry["id"]
             ids.append(entry)
-        if bots and len(bots) >= len(ids):
+        if not keeps_a_person(ids, bots):
             raise ServiceError("invalid_request", "a session needs at least one seat played by a person",
                                field="players")
         return ids, bots
@@ -121,6 +121,12 @@ class Bots:
         seed = (settings.seed or 0) * 1_000_003 + version
         seeded = msgspec.structs.replace(settings, seed=(seed + 2**63) % 2**64 - 2**63)
         return self.choose(view, seeded).action
+
+
+def keeps_a_person(people: Iterable[Any], bots: dict[str, BotSettings]) -> bool:
+    """Whether one of ``people`` (the seats with a token) is left without a bot: a session
+    always keeps a person's seat (a table of bots alone would play itself)."""
+    return any(p not in bots for p in people)
 
 
 def next_bot(state: GameState, bots: dict[str, BotSettings], patient: bool = True) -> str | None:

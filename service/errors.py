@@ -57,6 +57,14 @@ class ServiceError(Exception):
                 "code": self.code, "detail": self.detail, **self.extra}
 
 
+def engine_call(call: Any, *args: Any, **kwargs: Any) -> Any:
+    """``call(*args, **kwargs)`` with the engine's errors as service errors."""
+    try:
+        return call(*args, **kwargs)
+    except (InvalidInputError, IllegalActionError) as exc:
+        raise from_engine(exc) from None
+
+
 def from_engine(exc: InvalidInputError | IllegalActionError) -> ServiceError:
     """The service error for an engine error."""
     if isinstance(exc, IllegalActionError):

@@ -15,16 +15,14 @@ from engine.actions import PLAYER_ID
 from engine.bots import Suggestion
 
 from .admission import Admission
-from .bots import Bots, decode_bots, encode_bots
-from .errors import ServiceError, from_engine
+from .bots import Bots, decode_bots, encode_bots, keeps_a_person
+from .errors import ServiceError, engine_call
 from .store import Conflict, SessionStore, Stored
 from .timers import INFLIGHT_GRACE_MS, TurnTimer, now_ms, parse_timer
 from .turns import Turns
 
 log = logging.getLogger("ono99.app")
 _json = msgspec.json.Encoder()
-_decode_seats = msgspec.json.Decoder(dict[str, str])
-_decode_counts = msgspec.json.Decoder(dict[str, int])
 
 
 class SeatOperations:
@@ -64,7 +62,7 @@ class SeatOperations:
         seat = caller or player
         if seat is None:
             raise ServiceError("invalid_request", "with the service key, name the seat", field="player")
-        view = _engine(engine.view_doc, engine.loads_state(stored.state), seat)
+        view = engine_call(engine.view_doc, engine.loads_state(stored.state), seat)
         if caller is not None:
             self.admission.check_action(self._sessions(), session_id, caller)  # a hint costs like an action
         return self.bots.choose(view, settings)
@@ -94,15 +92,14 @@ class SeatOperations:
             if settings is None:
                 if player not in bots:
                     return stored.version  # the person has the seat already
-                if player not in _decode_seats.decode(stored.seats):
+                if player not in stored.people():
                     raise ServiceError("invalid_request", f"{player!r} was made a bot seat: no person holds it",
                                        field="player")
                 del bots[player]
-                timeouts = {**_decode_counts.decode(stored.timeouts), player: 0}  # back: timeouts count anew
+                timeouts = {**stored.timeout_counts(), player: 0}  # back: timeouts count anew
             else:
                 bots[player] = settings
-                people = set(_decode_seats.decode(stored.seats)) - set(bots)
-                if not people:
+                if not keeps_a_person(stored.people(), bots):
                     raise ServiceError("invalid_request", "a session needs at least one seat played by a person",
                                        field="player")
             batch: list[Event] = [{"type": "seat_changed", "player": player,
@@ -125,7 +122,7 @@ class SeatOperations:
         if not stored.timer or player not in decode_bots(stored.bots):
             return False
         limit = TurnTimer.decode(stored.timer).timeouts_to_bot
-        return bool(limit) and _decode_counts.decode(stored.timeouts).get(player, 0) >= limit
+        return bool(limit) and stored.timeout_counts().get(player, 0) >= limit
 
     def _timer_waits(self, session_id: str, stored: Stored, player: str) -> dict[str, int] | None:
         """Before a seat's action in a timed session is judged: hold the timer while it is
@@ -136,12 +133,6 @@ class SeatOperations:
         left = stored.deadline - now_ms()
         if stored.deadline and left > 0:
             self._sessions().mark_inflight(session_id, player, left + INFLIGHT_GRACE_MS)
-        counts = _decode_counts.decode(stored.timeouts)
+        counts = stored.timeout_counts()
         return {**counts, player: 0} if counts.get(player) else None
 
-
-def _engine(call: Any, *args: Any, **kwargs: Any) -> Any:
-    try:
-        return call(*args, **kwargs)
-    except (engine.InvalidInputError, engine.IllegalActionError) as exc:
-        raise from_engine(exc) from None

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 import redis
 from redis.crc import key_slot
 
@@ -153,6 +154,18 @@ class Stored:
     timer: bytes = b""  # the turn timer's settings (JSON), empty for an untimed session
     deadline: int = 0  # epoch ms when the turn to play ends; 0: no timer runs
     timeouts: bytes = b"{}"
+
+    def people(self) -> set[str]:
+        """The players with a seat token: every seat but those made for a bot."""
+        return set(_decode_seats.decode(self.seats))
+
+    def timeout_counts(self) -> dict[str, int]:
+        """Each player's turn timeouts in a row."""
+        return _decode_counts.decode(self.timeouts)
+
+
+_decode_seats = msgspec.json.Decoder(dict[str, str])
+_decode_counts = msgspec.json.Decoder(dict[str, int])
 
 
 _FIELDS = ("version", "state", "seats", "ttl", "bots", "timer", "deadline", "timeouts")

@@ -18,14 +18,12 @@ from engine import Event, GameState
 from engine.leaving import forfeit
 
 from . import metrics
-from .bots import Bots, decode_bots, encode_bots, next_bot
+from .bots import Bots, decode_bots, encode_bots, keeps_a_person, next_bot
 from .store import Conflict, NotDue, SessionStore, Stored, Timed
 from .timers import TurnTimer, cautious_action, next_deadline, now_ms, to_act, turn_started
 
 log = logging.getLogger("ono99.turns")
 _json = msgspec.json.Encoder()
-_decode_counts = msgspec.json.Decoder(dict[str, int])
-_decode_seats = msgspec.json.Decoder(dict[str, str])
 
 
 class Turns:
@@ -104,15 +102,14 @@ class Turns:
             moved = self.bots_play(session_id, stored, stored.version, state, patient=False, renew=False)[2]
             return "bot_moved" if moved else "moved_on"
         timer = TurnTimer.decode(stored.timer)
-        timeouts = _decode_counts.decode(stored.timeouts)
+        timeouts = stored.timeout_counts()
         timeouts[player] = timeouts.get(player, 0) + 1
         after, events, done = self._forced_move(timer, state, player, stored.version)
         timed_out: Event = {"type": "turn_timed_out", "player": player, "on_timeout": timer.on_timeout,
                             "deadline_ms": stored.deadline, **done}
         new_bots = b""
-        people = set(_decode_seats.decode(stored.seats)) - set(bots) - {player}
         if (timer.timeouts_to_bot and timeouts[player] >= timer.timeouts_to_bot and timer.on_timeout != "forfeit"
-                and after.status == "playing" and people):  # a bot for the last person too: nobody would be left
+                and after.status == "playing" and keeps_a_person(stored.people(), {**bots, player: timer.bot})):
             bots[player] = timer.bot  # escalation: a bot plays the seat until its person is back
             events.append({"type": "seat_changed", "player": player, "bot": timer.bot.kind, "reason": "timeouts"})
             new_bots = encode_bots(bots)
@@ -128,7 +125,7 @@ class Turns:
         metrics.count_action("timer", "applied")
         log.info("turn timed out", extra={"session_id": session_id, "version": version, "player": player,
                                           "action": timer.on_timeout})
-        if new_bots or bots:
+        if bots:
             refreshed = store.read(session_id)
             if refreshed is not None:
                 self.bots_play(session_id, refreshed, version, after, patient=False, renew=False)
