@@ -47,10 +47,7 @@ class SeatOperations:
 
     def _turn_timer(self, options: dict[str, Any]) -> TurnTimer | None:
         """A session's turn timer from its creation options, within the service's bounds."""
-        bot = self.bots.settings(options.get("timeout_bot") or {"kind": "heuristic"}, "timeout_bot")
-        found = parse_timer(options.get("turn_seconds"), options.get("on_timeout"), options.get("timeouts_to_bot"),
-                            bot, self.turn_seconds_range, options.get("timeout_bot"))
-        return found
+        return parse_timer(options, self.bots.settings, self.turn_seconds_range)
 
     def suggest_for_seat(self, session_id: str, token: str | None, bot: Any, player: str | None = None) -> Suggestion:
         """A hint for the caller's seat (the service key names ``player``): the action a

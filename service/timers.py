@@ -15,12 +15,12 @@ token acts again (or takes the seat back).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import msgspec
 
-import engine
 from engine import Event, GameState
 from engine.bots import BotSettings, bot_to_dict
 
@@ -56,28 +56,32 @@ class TurnTimer:
                    doc["timeouts_to_bot"])
 
 
-def parse_timer(turn_seconds: Any, on_timeout: Any, timeouts_to_bot: Any, bot: BotSettings,
-                seconds_range: tuple[int, int], timeout_bot: Any = None) -> TurnTimer | None:
-    """A session's turn timer from its creation options (None: no timer); errors name
-    the field."""
+def parse_timer(options: dict[str, Any], bot_settings: Callable[[Any, str], BotSettings],
+                seconds_range: tuple[int, int]) -> TurnTimer | None:
+    """A session's turn timer from its creation options (``turn_seconds``,
+    ``on_timeout``, ``timeouts_to_bot``, ``timeout_bot``; None: no timer), the timeout
+    bot checked by ``bot_settings(doc, field)``; errors name the field."""
+    turn_seconds = options.get("turn_seconds")
     if turn_seconds is None:
-        for name, value in (("on_timeout", on_timeout), ("timeouts_to_bot", timeouts_to_bot),
-                            ("timeout_bot", timeout_bot)):
-            if value is not None:
+        for name in ("on_timeout", "timeouts_to_bot", "timeout_bot"):
+            if options.get(name) is not None:
                 raise ServiceError("invalid_request", f"{name} needs turn_seconds", field=name)
         return None
     low, high = seconds_range
     if type(turn_seconds) is not int or not low <= turn_seconds <= high:
         raise ServiceError("invalid_request", f"turn_seconds must be an integer from {low} to {high}",
                            field="turn_seconds")
+    on_timeout = options.get("on_timeout")
     on_timeout = "bot" if on_timeout is None else on_timeout
     if on_timeout not in ON_TIMEOUT:
         raise ServiceError("invalid_request", f"on_timeout must be one of {', '.join(ON_TIMEOUT)}",
                            field="on_timeout")
+    timeouts_to_bot = options.get("timeouts_to_bot")
     timeouts_to_bot = 2 if timeouts_to_bot is None else timeouts_to_bot
     if type(timeouts_to_bot) is not int or not 0 <= timeouts_to_bot <= 100:
         raise ServiceError("invalid_request", "timeouts_to_bot must be an integer from 0 (never) to 100",
                            field="timeouts_to_bot")
+    bot = bot_settings(options.get("timeout_bot") or {"kind": "heuristic"}, "timeout_bot")
     return TurnTimer(turn_seconds * 1000, on_timeout, bot, timeouts_to_bot)
 
 
@@ -102,23 +106,3 @@ def next_deadline(timer: TurnTimer, before: GameState | None, after: GameState, 
 def turn_started(state: GameState, deadline: int) -> Event:
     """The event that starts a timed turn."""
     return {"type": "turn_started", "player": to_act(state), "deadline_ms": deadline}
-
-
-def cautious_action(view: engine.ViewDoc) -> engine.Action:
-    """``on_timeout: "draw"``: the least harmful action for the view's seat: an owed
-    draw; else the number card that raises the total least; else a card that adds
-    nothing; else a ``-10`` (the cards that are always safe are kept while they can
-    be); else the swap."""
-    from engine.bots.seat import Seat, owed_draw
-    from engine.game import new_total
-
-    seat = Seat(view)
-    actions = seat.actions()
-    draw = owed_draw(actions)
-    if draw is not None:
-        return draw
-    plays = [a for a in actions if a.card is not None]
-    if not plays:
-        return actions[0]
-    order = {"-10": 2, "reverse": 1, "play2": 1, "hold": 1, "ono99": 1}
-    return min(plays, key=lambda a: (order.get(a.card or "", 0), new_total(seat.rules, view.total, a.card or "")))

@@ -15,12 +15,13 @@ import msgspec
 
 import engine
 from engine import Event, GameState
+from engine.bots import cautious
 from engine.leaving import forfeit
 
 from . import metrics
 from .bots import Bots, decode_bots, encode_bots, keeps_a_person, next_bot
 from .store import Conflict, NotDue, SessionStore, Stored, Timed
-from .timers import TurnTimer, cautious_action, next_deadline, now_ms, to_act, turn_started
+from .timers import TurnTimer, next_deadline, now_ms, to_act, turn_started
 
 log = logging.getLogger("ono99.turns")
 _json = msgspec.json.Encoder()
@@ -139,7 +140,7 @@ class Turns:
             after, events = forfeit(state, player)
             return after, events, {}
         view = engine.view_doc(state, player)
-        action = self.bots.move(view, timer.bot, version) if timer.on_timeout == "bot" else cautious_action(view)
+        action = self.bots.move(view, timer.bot, version) if timer.on_timeout == "bot" else cautious(view)
         after, events = engine.apply(state, action)
         seat = after.seat(player)
         if seat in after.owed_draws:  # draw "manual": the card is drawn too, not left to be lost (R-DRAW-1)

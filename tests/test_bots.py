@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine import GameState, IllegalActionError, InvalidInputError, apply, legal_actions, new_game, view_doc
-from engine.bots import DEFAULT_SIMULATIONS, choose, parse_bot, players_to_act
+from engine.bots import DEFAULT_SIMULATIONS, cautious, choose, parse_bot, players_to_act
 from engine.bots.heuristic import heuristic_action
 from tests.conftest import puzzle
 from tests.test_random_play import CONFIGS
@@ -39,6 +39,7 @@ def test_every_bot_chooses_a_legal_action_in_every_position(config):
         legal = legal_actions(state)
         for actor in players_to_act(state):
             view = view_doc(state, actor)
+            assert cautious(view) in legal  # what a turn timer plays for an absent player
             kinds = BOTS if i % 8 == 0 else BOTS[:2]  # ISMCTS on one position in eight: it is slower
             for bot in kinds:
                 found = choose(view, parse_bot({**bot, "seed": i}))
@@ -155,3 +156,11 @@ def test_heuristic_swaps_four_ono99():
     state = puzzle(hands={"a": ["ono99"] * 4, "b": ["1", "2", "3", "4"]}, total=10)
     actions = [a for a in legal_actions(state) if a.player == "a"]
     assert heuristic_action(state, actions).type == "swap_ono99"
+
+
+@pytest.mark.rules("R-TURN-2")
+def test_the_cautious_choice_raises_the_total_least_and_keeps_the_safe_cards():
+    state = puzzle(hands={"a": ["-10", "7", "3", "reverse"], "b": ["1", "2", "3", "4"]}, total=50)
+    assert cautious(view_doc(state, "a")).card == "3"
+    state = puzzle(hands={"a": ["-10", "reverse", "9", "9"], "b": ["1", "2", "3", "4"]}, total=95)
+    assert cautious(view_doc(state, "a")).card == "reverse"  # a card that adds nothing before the -10

@@ -27,7 +27,7 @@ from ..game import legal_actions
 from ..shuffle import random_seed
 from ..state import DRAW, PLAYING, Action, GameState
 from ..view import ViewDoc
-from .heuristic import heuristic_action
+from .heuristic import cautious_action, heuristic_action
 from .ismcts import heuristic_policy, random_policy, search
 from .seat import Seat, owed_draw
 
@@ -92,6 +92,16 @@ def players_to_act(state: GameState) -> list[str]:
     return list(actors)
 
 
+def cautious(view: ViewDoc) -> Action:
+    """The least harmful action for the view's seat (see
+    :func:`engine.bots.heuristic.cautious_action`); IllegalActionError when it has none."""
+    seat = Seat(view)
+    actions = seat.actions()
+    if not actions:
+        raise IllegalActionError("R-TURN-1", "not_your_turn", f"{view.viewer!r} has no action to take now")
+    return cautious_action(seat.deal(random.Random(0)), actions)
+
+
 def choose(view: ViewDoc, settings: BotSettings, limit_ms: int | None = None) -> Suggestion:
     """The action the bot takes for the view's seat. IllegalActionError (R-TURN-1) when
     the seat has nothing to do now: not its turn and no draw owed, or the game over.
@@ -123,5 +133,6 @@ def choose(view: ViewDoc, settings: BotSettings, limit_ms: int | None = None) ->
     return Suggestion(action, settings, stats)
 
 
-__all__ = ["DEFAULT_SIMULATIONS", "KINDS", "BotSettings", "Suggestion", "bot_to_dict", "choose", "parse_bot",
+__all__ = ["DEFAULT_SIMULATIONS", "KINDS", "BotSettings", "Suggestion", "bot_to_dict", "cautious", "choose",
+           "parse_bot",
            "players_to_act"]

@@ -69,3 +69,22 @@ def _card(state: GameState, plays: dict[str, Action]) -> str:
         if card in plays:
             return card
     return next(iter(plays))
+
+
+# Cards kept for last by the cautious choice: those that add nothing, then a -10.
+_KEEP = {"-10": 2, "reverse": 1, "play2": 1, "hold": 1, "ono99": 1}
+
+
+def cautious_action(state: GameState, actions: list[Action]) -> Action:
+    """The least harmful of ``actions`` (one seat's, not empty), what a turn timer plays
+    for a player who let the turn run out: an owed draw; else the number card that
+    raises the total least; else a card that adds nothing; else a ``-10`` (the cards
+    that are always safe are kept while they can be); else the swap. Like the
+    heuristic, it reads only the seat's hand and what every player sees."""
+    draw = owed_draw(actions)
+    if draw is not None:
+        return draw
+    plays = [a for a in actions if a.card is not None]
+    if not plays:
+        return actions[0]
+    return min(plays, key=lambda a: (_KEEP.get(a.card or "", 0), new_total(state.rules, state.total, a.card or "")))
