@@ -2,12 +2,31 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 import engine
 from engine import Event, GameState
 
 from .signing import StateSigner
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Then(Generic[T]):
+    """A session call's answer, and the bot seats' moves due after it, which the answer
+    waits for: ``finish`` (None when no bot is due) makes them and returns the answer
+    to give. Bots think, which is CPU-bound work: a transport runs ``finish`` where that
+    stalls no other call (gRPC: on the bots' pool, never a session call's thread)."""
+
+    answer: T
+    finish: Callable[[], T] | None = None
+
+    def done(self) -> T:
+        """The answer once the bots have moved (their moves made here)."""
+        return self.answer if self.finish is None else self.finish()
 
 
 class Outcome:

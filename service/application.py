@@ -6,6 +6,7 @@ lives here: every rule question goes to the engine.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import logging
@@ -21,8 +22,8 @@ from engine.bots import Suggestion
 
 from . import metrics
 from .admission import Admission, Caller, Limits
-from .answers import EventsRead, Outcome, SessionAnswer, SessionCreated, SessionRead
-from .bots import BotLimits, Bots, Think, encode_bots, think_here
+from .answers import EventsRead, Outcome, SessionAnswer, SessionCreated, SessionRead, Then
+from .bots import BotLimits, Bots, Think, bots_due, encode_bots, think_here
 from .config import Settings
 from .errors import ServiceError, engine_call, from_engine
 from .seats import SeatOperations
@@ -139,7 +140,7 @@ class Application(SeatOperations):
 
     def create_session(self, rules: Any, players: Any, seed: Any = None, deck: Any = None,
                        ttl: int | None = None, caller: Caller | None = None,
-                       timer: dict[str, Any] | None = None) -> SessionCreated:
+                       timer: dict[str, Any] | None = None) -> Then[SessionCreated]:
         """Deal a game into a new session. ``ttl`` None: the service's default. With API
         keys configured only their holders (and the service key) may create; creations
         are rate limited per key, else per address. ``timer``: the turn timer's options
@@ -166,12 +167,19 @@ class Application(SeatOperations):
                             encode_bots(bots), turn_timer.encode() if turn_timer else b"", deadline):
                 log.info("session created", extra={"session_id": session_id, "version": FIRST_VERSION})
                 shown = [{**e, "version": FIRST_VERSION} for e in engine.redact_events(events, None)]
-                created = self._load(session_id)
-                version, state, moved, later = self.turns.bots_play(session_id, created, FIRST_VERSION, state)
-                view = _with_deadline(engine.view_doc(state, None), deadline if later is None else later)
-                return SessionCreated(session_id, version, tokens, view,
-                                      shown + engine.redact_events(moved, None))
+                made = SessionCreated(session_id, FIRST_VERSION, tokens,
+                                      _with_deadline(engine.view_doc(state, None), deadline), shown)
+                if not bots_due(state, bots):
+                    return Then(made)
+                return Then(made, functools.partial(self._bots_after_creation, made, state))
         raise ServiceError("internal_error", "could not allocate a session id")
+
+    def _bots_after_creation(self, made: SessionCreated, state: GameState) -> SessionCreated:
+        created = self._load(made.session_id)
+        version, state, moved, later = self.turns.bots_play(made.session_id, created, FIRST_VERSION, state)
+        view = _with_deadline(engine.view_doc(state, None), made.view.deadline_ms if later is None else later)
+        return SessionCreated(made.session_id, version, made.seats, view,
+                              made.events + engine.redact_events(moved, None))
 
     def authenticate(self, seats: bytes, token: str | None) -> str | None:
         """The player a seat token belongs to; None for the service key; else 401."""
@@ -196,20 +204,27 @@ class Application(SeatOperations):
             raise ServiceError("not_found", f"no session {session_id!r} (unknown or expired)")
         return stored
 
-    def get_session(self, session_id: str, token: str | None) -> SessionRead:
+    def get_session(self, session_id: str, token: str | None) -> Then[SessionRead]:
         """What the token may read of the session (see :class:`SessionRead`)."""
         stored, viewer = self._read_as(session_id, token)
         state = engine.loads_state(stored.state)
+        read = SessionRead(session_id, stored.version, _with_deadline(engine.view_doc(state, viewer), stored.deadline),
+                           state if viewer is None else None)
+        if not self.turns.bots_pending(stored, state):
+            return Then(read)
         # A bot whose move a failed call left unmade makes it now: work done for the
         # reader, so it counts against the reader's seat like an action.
-        if viewer is not None and self.turns.bots_pending(stored, state):
+        if viewer is not None:
             self.admission.check_action(self._sessions(), session_id, viewer)
-        version, state, _, deadline = self.turns.bots_play(session_id, stored, stored.version, state)
-        view = _with_deadline(engine.view_doc(state, viewer), stored.deadline if deadline is None else deadline)
-        return SessionRead(session_id, version, view, state if viewer is None else None)
+
+        def finish() -> SessionRead:
+            version, after, _, deadline = self.turns.bots_play(session_id, stored, stored.version, state)
+            view = _with_deadline(engine.view_doc(after, viewer), stored.deadline if deadline is None else deadline)
+            return SessionRead(session_id, version, view, after if viewer is None else None)
+        return Then(read, finish)
 
     def act(self, session_id: str, token: str | None, action: Any, expected_version: int | None = None,
-            idempotency_key: str | None = None, key_field: str = "idempotency_key") -> SessionAnswer:
+            idempotency_key: str | None = None, key_field: str = "idempotency_key") -> Then[SessionAnswer]:
         """Apply a seat's action with a compare-and-set on the session version.
 
         ``key_field`` names the idempotency key as the transport takes it, for errors.
@@ -230,13 +245,15 @@ class Application(SeatOperations):
             if player is not None and _attempt == 0:
                 self.admission.check_action(store, session_id, player)
             if stored.idempotent is not None:  # only after the caller is known to own the key
-                return self._replay(session_id, stored.idempotent, fingerprint)
+                return Then(self._replay(session_id, stored.idempotent, fingerprint))
             if expected_version is not None and expected_version != stored.version:
                 raise ServiceError("version_conflict", f"the session is at version {stored.version}",
                                    current_version=stored.version)
             state = engine.loads_state(stored.state)
             if player is not None and _attempt == 0 and self._escalated(stored, player):
-                self.set_seat_bot(session_id, token, player, None)  # a seat a timer gave a bot: its person is back
+                # A seat a timer gave a bot: its person is back. Bots due then move after
+                # this action (its Then), not here on the caller's thread.
+                self.set_seat_bot(session_id, token, player, None)
                 continue
             next_state, events, timed = self._judge(session_id, stored, state, parsed)
             version = stored.version + 1
@@ -273,10 +290,17 @@ class Application(SeatOperations):
                                                     player=action.player)
 
     def _after_action(self, session_id: str, answer: SessionAnswer, state: GameState, stored: Stored,
-                      scoped_key: str | None, fingerprint: str) -> SessionAnswer:
-        """The bot seats' moves that follow an action, before it is answered: the answer
-        then ends at the last of them (its version, its events, the actor's view), and
-        its idempotency record is brought up to date."""
+                      scoped_key: str | None, fingerprint: str) -> Then[SessionAnswer]:
+        """The answer to an action, and the bot seats' moves that follow it, before it is
+        answered: the answer then ends at the last of them (its version, its events, the
+        actor's view), and its idempotency record is brought up to date."""
+        if not self.turns.bots_pending(stored, state):
+            return Then(answer)
+        return Then(answer, lambda: self._bots_after_action(session_id, answer, state, stored, scoped_key,
+                                                            fingerprint))
+
+    def _bots_after_action(self, session_id: str, answer: SessionAnswer, state: GameState, stored: Stored,
+                           scoped_key: str | None, fingerprint: str) -> SessionAnswer:
         version, state, moved, deadline = self.turns.bots_play(session_id, stored, answer.version, state)
         if not moved:
             return answer
@@ -322,11 +346,12 @@ class Application(SeatOperations):
         self._sessions().touch(session_id, stored.ttl)
         return stored, viewer
 
-    def events_for(self, session_id: str, viewer: str | None, after: int) -> EventsRead | None:
+    def events_for(self, session_id: str, viewer: str | None, after: int, shared: Any = None) -> EventsRead | None:
         """A reader's next page (see :meth:`open_watch`): the events after ``after`` as
         ``viewer`` may see them, at most EVENTS_PAGE versions of them, or None once the
-        session is gone."""
-        batches = self._sessions().events(session_id, after, EVENTS_PAGE)
+        session is gone. Readers woken together pass the same ``shared`` (the wake-up they
+        answer) and share one read of the log."""
+        batches = self._sessions().events(session_id, after, EVENTS_PAGE, shared)
         if batches is None:
             return None
         out: list[Event] = []
@@ -355,9 +380,7 @@ def _apply_counted(mode: str, state: GameState, action: Any) -> tuple[GameState,
     except InvalidInputError as exc:
         metrics.count_action(mode, "rejected", "invalid")
         raise from_engine(exc) from None
-    metrics.count_action(mode, "applied")
-    if next_state.status == "over":
-        metrics.GAMES_FINISHED.labels(next_state.rules.edition).inc()
+    metrics.count_applied(mode, next_state)
     return next_state, events
 
 

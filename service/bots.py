@@ -110,7 +110,7 @@ class Bots:
             next_state, events = engine.apply(state, action)  # a bot chooses among the legal actions
             if not commit(version, state, next_state, events):
                 break
-            metrics.count_action("bot", "applied")
+            metrics.count_applied("bot", next_state)
             version, state = version + 1, next_state
             moved.extend({**e, "version": version} for e in events)
         return version, state, moved
@@ -135,6 +135,11 @@ def next_bot(state: GameState, bots: dict[str, BotSettings], patient: bool = Tru
     owing = {state.players[i].id for i in state.owed_draws}
     person_owes = patient and any(p not in bots for p in owing)
     return next((p for p in players_to_act(state) if p in bots and (p in owing or not person_owes)), None)
+
+
+def bots_due(state: GameState, bots: dict[str, BotSettings]) -> bool:
+    """Whether a bot seat's move is due now (the one :meth:`Bots.play` would make first)."""
+    return next_bot(state, bots) is not None
 
 
 def decode_bots(raw: bytes) -> dict[str, BotSettings]:

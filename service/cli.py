@@ -184,8 +184,13 @@ def serve(args: argparse.Namespace, settings: Settings) -> int:
     children.watch("gRPC server", grpc_process)
     keeper = None
     if settings.sessions and settings.timers:
+        # The timekeeper's metrics join the HTTP workers' (prometheus-client's multiprocess
+        # directory), so /metrics on the HTTP port shows them: the gRPC process has the port.
+        if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+            os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="ono99-metrics-")
         keeper = subprocess.Popen([sys.executable, "-m", "service.cli", "timers"],
-                                  env={**env, "ONO99_METRICS_PORT": "0"})  # the gRPC process has the port
+                                  env={**env, "ONO99_METRICS_PORT": "0",
+                                       "PROMETHEUS_MULTIPROC_DIR": os.environ["PROMETHEUS_MULTIPROC_DIR"]})
         children.watch("timekeeper", keeper)
     code: int | str | None = 0
     try:
@@ -287,7 +292,8 @@ def timers(args: argparse.Namespace, settings: Settings) -> int:
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
-    Timekeeper(app.store, app.turns, settings.timer_interval, threads=settings.timer_threads).run(stop)
+    Timekeeper(app.store, app.turns, settings.timer_interval, threads=settings.timer_threads,
+               bot_threads=settings.bot_threads, stop_timeout=settings.bot_max_budget_ms / 1000 + 2).run(stop)
     return 0
 
 

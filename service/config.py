@@ -35,6 +35,7 @@ class Settings:
     metrics_port: int = 9464
     redis_url: str | None = None
     redis_timeout: float = 0.5
+    redis_connections: int = 100
     redis_breaker_failures: int = 3
     redis_breaker_reset: float = 2.0
     redis_wait_aof: bool = False
@@ -76,6 +77,7 @@ class Settings:
         "grpc_streams": "ONO99_GRPC_STREAMS", "grpc_streams_per_peer": "ONO99_GRPC_STREAMS_PER_PEER",
         "grpc_state_cache_bytes": "ONO99_GRPC_STATE_CACHE_BYTES", "metrics_port": "ONO99_METRICS_PORT",
         "redis_url": "REDIS_URL", "redis_timeout": "ONO99_REDIS_TIMEOUT",
+        "redis_connections": "ONO99_REDIS_CONNECTIONS",
         "redis_breaker_failures": "ONO99_REDIS_BREAKER_FAILURES", "redis_breaker_reset": "ONO99_REDIS_BREAKER_RESET",
         "redis_wait_aof": "ONO99_REDIS_WAIT_AOF",
         "redis_sentinels": "REDIS_SENTINELS", "redis_sentinel_master": "REDIS_SENTINEL_MASTER",
@@ -105,7 +107,7 @@ class Settings:
         from .redis_client import connect
 
         return connect(self.redis_url, self.redis_timeout, self.redis_sentinels, self.redis_sentinel_master,
-                       self.redis_cluster)
+                       self.redis_cluster, self.redis_connections)
 
     def session_store(self) -> Any:
         """The session store for these settings (a service.store.SessionStore), or None

@@ -139,8 +139,15 @@ class Waiters:
         self.limit = limit
         self._lock = threading.Lock()
         self._waiting: dict[str, set[threading.Event]] = {}
+        self._wakes: dict[str, int] = {}  # per session waited on: the messages heard so far
         self.count = 0
         self._listener: threading.Thread | None = None
+
+    def wakes(self, session_id: str) -> int:
+        """How many messages of the session this worker has heard while it had waiters: a
+        read begun after the n-th sees the version it announced, so the waiters woken by
+        it can share one read (``store.SharedReads``)."""
+        return self._wakes.get(session_id, 0)
 
     @contextlib.contextmanager
     def waiting(self, session_id: str) -> Iterator[threading.Event]:
@@ -164,6 +171,7 @@ class Waiters:
                 waiters.discard(changed)
                 if not waiters:
                     del self._waiting[session_id]
+                    self._wakes.pop(session_id, None)
 
     def _listen(self) -> None:
         while True:
@@ -175,8 +183,11 @@ class Waiters:
                     text = channel.decode() if isinstance(channel, bytes) else str(channel)
                     session_id = text.partition("{")[2].rpartition("}")[0]
                     with self._lock:
-                        for changed in self._waiting.get(session_id, ()):
-                            changed.set()
+                        waiters = self._waiting.get(session_id)
+                        if waiters:
+                            self._wakes[session_id] = self._wakes.get(session_id, 0) + 1
+                            for changed in waiters:
+                                changed.set()
             except redis.RedisError as exc:
                 log.warning("event subscription lost; reconnecting", extra={"error": type(exc).__name__})
                 time.sleep(1.0)

@@ -38,6 +38,14 @@ GRPC_STREAMS = Gauge("ono99_grpc_event_streams", "Event streams (WatchEvents) op
 _ACTION_CHILDREN: dict[tuple[str, str, str], Any] = {}
 
 
+def count_applied(mode: str, state: Any) -> None:
+    """Count an action applied (``mode``: stateless, session, bot, timer) that led to
+    ``state``, and the game it finished, if it did."""
+    count_action(mode, "applied")
+    if state.status == "over":
+        GAMES_FINISHED.labels(state.rules.edition).inc()
+
+
 def count_action(mode: str, outcome: str, reason: str = "") -> None:
     """Count an action applied or rejected (label children looked up once)."""
     key = (mode, outcome, reason)

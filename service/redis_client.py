@@ -21,19 +21,20 @@ Client = Any
 
 
 def connect(url: str | None, timeout: float, sentinels: str | None = None,
-            sentinel_master: str = "mymaster", cluster: bool = False) -> Client:
+            sentinel_master: str = "mymaster", cluster: bool = False, connections: int = 100) -> Client:
     """A client that gives up quickly: explicit socket timeouts, one quick retry.
 
     With ``sentinels`` ("host:port,host:port") the client asks Redis Sentinel for the
     current primary of ``sentinel_master`` and follows it across failovers. With
     ``cluster`` the URL names any node of a Redis Cluster; a session's keys share a
     slot (the ``{session id}`` hash tag), so its scripts and pipelines stay on one node.
+    A process opens at most ``connections`` connections (to each node of a Cluster).
     """
     # A call gives up after ``timeout``: a timeout is not retried (that would double the
     # wait); a dropped connection is, once (a failover or an idle connection closed).
     retry = Retry(ExponentialBackoff(cap=0.05, base=0.01), retries=1, supported_errors=(redis.ConnectionError,))
     options = {"socket_timeout": timeout, "socket_connect_timeout": timeout, "retry": retry,
-               "health_check_interval": 30}
+               "health_check_interval": 30, "max_connections": connections}
     if sentinels:
         from redis.sentinel import Sentinel
 
@@ -47,7 +48,7 @@ def connect(url: str | None, timeout: float, sentinels: str | None = None,
         from redis.cluster import RedisCluster
 
         return RedisCluster.from_url(
-            url, socket_timeout=timeout, socket_connect_timeout=timeout, retry=retry)
+            url, socket_timeout=timeout, socket_connect_timeout=timeout, retry=retry, max_connections=connections)
     return redis.Redis.from_url(url, **options)
 
 

@@ -4,6 +4,7 @@ provides the session store, the reads and the authentication they use."""
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Any
 
@@ -15,7 +16,8 @@ from engine.actions import PLAYER_ID
 from engine.bots import Suggestion
 
 from .admission import Admission
-from .bots import Bots, decode_bots, encode_bots, keeps_a_person
+from .answers import Then
+from .bots import Bots, bots_due, decode_bots, encode_bots, keeps_a_person
 from .errors import ServiceError, engine_call
 from .store import Conflict, SessionStore, Stored
 from .timers import INFLIGHT_GRACE_MS, TurnTimer, now_ms, parse_timer
@@ -64,7 +66,7 @@ class SeatOperations:
             self.admission.check_action(self._sessions(), session_id, caller)  # a hint costs like an action
         return self.bots.choose(view, settings)
 
-    def set_seat_bot(self, session_id: str, token: str | None, player: str, bot: Any) -> int:
+    def set_seat_bot(self, session_id: str, token: str | None, player: str, bot: Any) -> Then[int]:
         """Hand ``player``'s seat to a bot (``bot`` None: back to its person), by that
         seat's token or the service key, as a version of its own (event
         ``seat_changed``); the bot moves at once when the seat has an action. Returns
@@ -88,7 +90,7 @@ class SeatOperations:
             timeouts = None
             if settings is None:
                 if player not in bots:
-                    return stored.version  # the person has the seat already
+                    return Then(stored.version)  # the person has the seat already
                 if player not in stored.people():
                     raise ServiceError("invalid_request", f"{player!r} was made a bot seat: no person holds it",
                                        field="player")
@@ -109,9 +111,14 @@ class SeatOperations:
                 continue
             version = stored.version + 1
             log.info("seat changed", extra={"session_id": session_id, "version": version, "player": player})
-            self.turns.bots_play(session_id, self._load(session_id), version, state)
-            return version
+            if not bots_due(state, bots):
+                return Then(version)
+            return Then(version, functools.partial(self._bots_after_handover, session_id, version, state))
         raise ServiceError("version_conflict", "the session kept changing; try again")
+
+    def _bots_after_handover(self, session_id: str, version: int, state: engine.GameState) -> int:
+        self.turns.bots_play(session_id, self._load(session_id), version, state)
+        return version
 
     @staticmethod
     def _escalated(stored: Stored, player: str) -> bool:

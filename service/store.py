@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -88,6 +89,13 @@ if ttl <= 0 then return 0 end
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
 redis.call('PEXPIRE', KEYS[2], ttl)
 return 1
+"""
+
+# KEYS: game, timers. ARGV: the deadline claimed. A claim given up: the session's entry
+# is due again at once, unless the session has moved on to another deadline since.
+_HAND_BACK = """
+if redis.call('HGET', KEYS[1], 'deadline') ~= ARGV[1] then return 0 end
+return redis.call('ZADD', KEYS[2], 'XX', 'CH', ARGV[1], KEYS[1])
 """
 
 TIMERS = "ono99:timers"  # sorted set: a timed session's game key, scored by its turn's deadline
@@ -207,6 +215,45 @@ class Conflict(Exception):
         self.version = version
 
 
+class _Flight:
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.value: Any = None
+        self.error: BaseException | None = None
+
+
+class SharedReads:
+    """Reads made at the same time with the same ``key`` share one round trip: the first
+    caller reads, the others wait for its answer. A key must name what makes the answer
+    fresh enough for every caller who shares it (long polls: the wake-up they answer)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._flights: dict[Any, _Flight] = {}
+
+    def read(self, key: Any, work: Callable[[], T]) -> T:
+        with self._lock:
+            flight = self._flights.get(key)
+            leading = flight is None
+            if flight is None:
+                flight = self._flights[key] = _Flight()
+        if not leading:
+            flight.done.wait()
+            if flight.error is not None:
+                raise flight.error
+            return flight.value  # type: ignore[no-any-return]
+        try:
+            flight.value = work()
+            return flight.value  # type: ignore[no-any-return]
+        except BaseException as error:
+            flight.error = error
+            raise
+        finally:
+            with self._lock:
+                del self._flights[key]
+            flight.done.set()
+
+
 class SessionStore:
     """Session persistence over one Redis (or a Redis Cluster: keys share a slot).
 
@@ -224,7 +271,9 @@ class SessionStore:
         self._throttle = client.register_script(_THROTTLE)
         self._claim = client.register_script(_CLAIM)
         self._record = client.register_script(_RECORD)
+        self._hand_back = client.register_script(_HAND_BACK)
         self.breaker = Breaker(breaker_failures, breaker_reset)
+        self.shared = SharedReads()
         # With wait_aof a write is acknowledged only once Redis' append-only file holds
         # it (WAITAOF, Redis/Valkey 7.2+; immediate with appendfsync always).
         self.wait_aof = wait_aof
@@ -253,6 +302,12 @@ class SessionStore:
                                f"{wait:.1f} s more", retry_after=max(1, round(wait)))
         try:
             result = work()
+        except redis.exceptions.MaxConnectionsError as exc:
+            # This process holds every connection its pool may open: Redis itself is fine,
+            # so the breaker does not count it.
+            metrics.REDIS_ERRORS.labels(f"{operation}_pool_full").inc()
+            raise ServiceError("unavailable", "every connection of this server to the session store is in use "
+                               "(ONO99_REDIS_CONNECTIONS); try again", retry_after=1) from exc
         except (redis.ConnectionError, redis.TimeoutError) as exc:
             self.breaker.failed_once()
             raise unavailable(exc, operation) from exc
@@ -359,6 +414,16 @@ class SessionStore:
     def _claim_from(self, timers: str, now_ms: int, lease_ms: int, most: int) -> Any:
         return self._call("claim", lambda: self._claim(keys=[timers], args=[now_ms, lease_ms, most]))
 
+    def hand_back(self, session_id: str, deadline: int) -> int:
+        """Give up a claim on a session's turn (a timekeeper stopping before it moved):
+        its entry is due again at once for the other timekeepers, unless the session has
+        another deadline by now. 1 if handed back."""
+        timers = self.timers_key(session_id)
+        if not timers:
+            return 0
+        return int(self._call("hand_back", lambda: self._hand_back(keys=[keys(session_id)[0], timers],
+                                                                   args=[deadline])))
+
     def timers_key(self, session_id: str) -> str:
         """The sorted set that holds a timed session's deadline (one in its slot on a
         Cluster; a session whose id was not drawn for a timer has none: "")."""
@@ -399,9 +464,13 @@ class SessionStore:
 
         self._call("record", lambda: self._durable(write))
 
-    def events(self, session_id: str, after: int, limit: int) -> list[bytes] | None:
+    def events(self, session_id: str, after: int, limit: int, shared: Any = None) -> list[bytes] | None:
         """The event batches of versions after ``after``, at most ``limit`` of them (None
-        if the session is unknown)."""
+        if the session is unknown). Callers that pass equal ``shared`` values at the same
+        time share one read (see :class:`SharedReads`)."""
+        if shared is not None:
+            return self.shared.read((session_id, after, limit, shared),
+                                    lambda: self.events(session_id, after, limit))
         game, events_key, _ = keys(session_id)
 
         def work() -> list[Any]:
@@ -422,12 +491,14 @@ class SessionStore:
         return int(wait_ms) / 1000.0
 
     def delete(self, session_id: str) -> bool:
-        """Delete a session (and its timer); False if it did not exist."""
+        """Delete a session (and its timer); False if it did not exist. Its live channel
+        hears of it, so that every stream and long poll waiting on it ends at once."""
         def work() -> Any:
             found = self.client.delete(*keys(session_id))  # one slot: one command, also on a Cluster
             timers = self.timers_key(session_id)
             if timers:
                 self.client.zrem(timers, keys(session_id)[0])
+            self.client.publish(live_channel(session_id), 0)
             return found
 
         return bool(self._call("delete", work))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -19,12 +20,22 @@ from engine.bots import cautious
 from engine.leaving import forfeit
 
 from . import metrics
-from .bots import Bots, decode_bots, encode_bots, keeps_a_person, next_bot
+from .bots import Bots, bots_due, decode_bots, encode_bots, keeps_a_person
 from .store import Conflict, NotDue, SessionStore, Stored, Timed
 from .timers import TurnTimer, next_deadline, now_ms, to_act, turn_started
 
 log = logging.getLogger("ono99.turns")
 _json = msgspec.json.Encoder()
+
+
+@dataclass(frozen=True)
+class Forced:
+    """What a timekeeper's step did (see :meth:`Turns.force`), and ``then``, the next
+    step (one bot seat's move) when one is due; each step is bot work, run where bots
+    think, one step at a time so that no session's bots hold up another's."""
+
+    outcome: str
+    then: Callable[[], Forced] | None = None
 
 
 class Turns:
@@ -56,14 +67,16 @@ class Turns:
     @staticmethod
     def bots_pending(stored: Stored, state: GameState) -> bool:
         """Whether a bot seat's move is due now (the one :meth:`bots_play` would make)."""
-        return next_bot(state, decode_bots(stored.bots)) is not None
+        return bots_due(state, decode_bots(stored.bots))
 
     def bots_play(self, session_id: str, stored: Stored, version: int, state: GameState,
-                  patient: bool = True, renew: bool = True) -> tuple[int, GameState, list[Event], int | None]:
+                  patient: bool = True, renew: bool = True,
+                  most: int | None = None) -> tuple[int, GameState, list[Event], int | None]:
         """Bot seats' moves from ``version`` on (see :meth:`Bots.play`), each committed
-        with the same compare-and-set as a person's action. Also the last deadline set
-        (None: unchanged). ``renew`` False: the moves leave the session's time to live as
-        it is (the timekeeper's, which are no sign of a person)."""
+        with the same compare-and-set as a person's action, at most ``most`` of them
+        (None: ``bot_moves_per_call``). Also the last deadline set (None: unchanged).
+        ``renew`` False: the moves leave the session's time to live as it is (the
+        timekeeper's, which are no sign of a person)."""
         deadline: list[int | None] = [None]
 
         def commit(expected: int, before: GameState, after: GameState, events: list[Event]) -> bool:
@@ -79,30 +92,32 @@ class Turns:
             return True
 
         version, state, moved = self.bots.play(version, state, decode_bots(stored.bots), commit,
-                                               self.bot_moves_per_call, patient)
+                                               self.bot_moves_per_call if most is None else most, patient)
         return version, state, moved, deadline[0]
 
-    def force(self, session_id: str, now: int) -> str:
+    def force(self, session_id: str, now: int, think: bool = True) -> Forced:
         """A timekeeper's move for the player whose turn's deadline has passed: what was
         done (``applied``, ``bot_moved``), or why nothing was (``gone``, ``not_due``,
-        ``moved_on``)."""
+        ``moved_on``, and with ``think`` False ``thinks``: the move needs a bot, whose
+        work goes where bots think), and the bot seats' first move due after it."""
         store = self.store()
         stored = store.read(session_id)
         if stored is None or not stored.timer or not stored.deadline:
             store.unschedule(session_id)
-            return "gone"
+            return Forced("gone")
         if stored.deadline > now:
-            return "not_due"
+            return Forced("not_due")
         state = engine.loads_state(stored.state)
         player = to_act(state)
         bots = decode_bots(stored.bots)
         if player is None:
             store.unschedule(session_id)
-            return "gone"
-        if player in bots:  # its move was left unmade (a failed call, or a person's draw it waited for): make it
-            moved = self.bots_play(session_id, stored, stored.version, state, patient=False, renew=False)[2]
-            return "bot_moved" if moved else "moved_on"
+            return Forced("gone")
         timer = TurnTimer.decode(stored.timer)
+        if not think and (player in bots or timer.on_timeout == "bot"):
+            return Forced("thinks")
+        if player in bots:  # its move was left unmade (a failed call, or a person's draw it waited for): make it
+            return self._bot_step(session_id, stored, stored.version, state, self.bot_moves_per_call, "bot_moved")
         timeouts = stored.timeout_counts()
         timeouts[player] = timeouts.get(player, 0) + 1
         after, events, done = self._forced_move(timer, state, player, stored.version)
@@ -120,17 +135,31 @@ class Turns:
                                    [_json.encode([timed_out]), _json.encode(events)], 0,
                                    bots=new_bots, timed=timed)
         except NotDue:
-            return "not_due"
+            return Forced("not_due")
         except Conflict:
-            return "moved_on"
-        metrics.count_action("timer", "applied")
+            return Forced("moved_on")
+        metrics.count_applied("timer", after)
         log.info("turn timed out", extra={"session_id": session_id, "version": version, "player": player,
                                           "action": timer.on_timeout})
-        if bots:
-            refreshed = store.read(session_id)
-            if refreshed is not None:
-                self.bots_play(session_id, refreshed, version, after, patient=False, renew=False)
-        return "applied"
+        if not bots_due(after, bots):
+            return Forced("applied")
+        refreshed = store.read(session_id)
+        if refreshed is None:
+            return Forced("applied")
+        return Forced("applied", lambda: self._bot_step(session_id, refreshed, version, after,
+                                                        self.bot_moves_per_call, "applied"))
+
+    def _bot_step(self, session_id: str, stored: Stored, version: int, state: GameState, left: int,
+                  outcome: str) -> Forced:
+        """One bot seat's move in a timekeeper's lane, and the next (while ``left``
+        moves remain of the most one forced move may set off)."""
+        version, state, moved, _ = self.bots_play(session_id, stored, version, state, patient=False,
+                                                  renew=False, most=1)
+        if not moved:
+            return Forced(outcome if outcome == "applied" else "moved_on")
+        if left <= 1 or not bots_due(state, decode_bots(stored.bots)):
+            return Forced(outcome)
+        return Forced(outcome, lambda: self._bot_step(session_id, stored, version, state, left - 1, outcome))
 
     def _forced_move(self, timer: TurnTimer, state: GameState, player: str,
                      version: int) -> tuple[GameState, list[Event], dict[str, Any]]:

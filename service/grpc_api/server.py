@@ -101,7 +101,8 @@ class GrpcServer:
         await server.stop(self.grace)
         if live is not None:
             await live.stop()
-        self.calls.pool.shutdown(wait=False, cancel_futures=True)
+        for calls in (self.calls, self.bot_calls):
+            calls.pool.shutdown(wait=False, cancel_futures=True)
         log.info("gRPC API stopped")
 
     def shutdown(self) -> None:

@@ -6,11 +6,13 @@ import asyncio
 import contextlib
 import functools
 from collections.abc import AsyncIterator
+from typing import TypeVar
 
 import grpc
 
 from .. import metrics
 from ..admission import Caller
+from ..answers import SessionAnswer, SessionCreated, Then
 from ..application import Application, bearer_token
 from ..errors import ServiceError
 from ..live import LiveVersions
@@ -18,6 +20,8 @@ from . import convert
 from .calls import SEAT_TOKEN, Calls, abort, metadata, peer_address, seed_of, view_message
 from .gen import ono99_pb2 as pb
 from .gen import ono99_pb2_grpc as pb_grpc
+
+T = TypeVar("T")
 
 
 class StreamLimits:
@@ -65,11 +69,18 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
         self.streams = streams
         self.recheck = recheck  # seconds between reads of a quiet stream's log (a missed message, an ended session)
 
+    async def _finish(self, context: grpc.aio.ServicerContext, then: Then[T]) -> T:
+        """A call's answer once the bot seats due after it have moved: they think on the
+        bots' own pool, so a session call's thread is never held while a bot thinks."""
+        if then.finish is None:
+            return then.answer
+        return await self.bot_calls.answer(context, then.finish)
+
     async def CreateSession(self, request: pb.CreateSessionRequest,
                       context: grpc.aio.ServicerContext) -> pb.CreateSessionResponse:
         caller = Caller(peer_address(context.peer()), metadata("x-api-key") or bearer_token(metadata("authorization")))
 
-        def work() -> pb.CreateSessionResponse:
+        def work() -> Then[SessionCreated]:
             game = request.game
             unknown = sorted(set(request.bots) - set(game.players))
             if unknown:
@@ -82,36 +93,40 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
                      "on_timeout": request.on_timeout or None,
                      "timeouts_to_bot": request.timeouts_to_bot if request.HasField("timeouts_to_bot") else None,
                      "timeout_bot": convert.bot_doc(request.timeout_bot) if request.HasField("timeout_bot") else None}
-            made = self.app.create_session(
+            return self.app.create_session(
                 convert.rules_doc(game.rules), players, seed=seed_of(game), timer=timer,
                 deck=convert.cards(game.deck, "deck") if game.deck else None, ttl=request.ttl_seconds or None,
                 caller=caller)
+
+        def answer(made: SessionCreated) -> pb.CreateSessionResponse:
             response = pb.CreateSessionResponse(session_id=made.session_id, version=made.version, seats=made.seats,
                                                 view=view_message(made.view))
             convert.add_events(response.events, made.events)
             return response
-        return await self.calls.answer(context, work)
+        return answer(await self._finish(context, await self.calls.answer(context, work)))
 
     async def GetSession(self, request: pb.GetSessionRequest,
                    context: grpc.aio.ServicerContext) -> pb.GetSessionResponse:
-        def work() -> pb.GetSessionResponse:
-            read = self.app.get_session(request.session_id, SEAT_TOKEN.get())
-            response = pb.GetSessionResponse(session_id=read.session_id, version=read.version,
-                                             view=view_message(read.view))
-            if read.state is not None:
-                convert.fill_state(response.state, read.state)
-            return response
-        return await self.calls.answer(context, work)
+        token = SEAT_TOKEN.get()
+        read = await self._finish(context, await self.calls.answer(
+            context, lambda: self.app.get_session(request.session_id, token)))
+        response = pb.GetSessionResponse(session_id=read.session_id, version=read.version,
+                                         view=view_message(read.view))
+        if read.state is not None:
+            convert.fill_state(response.state, read.state)
+        return response
 
     async def Act(self, request: pb.ActRequest, context: grpc.aio.ServicerContext) -> pb.ActResponse:
-        def work() -> pb.ActResponse:
+        token = SEAT_TOKEN.get()
+
+        def work() -> Then[SessionAnswer]:
             expected = request.expected_version if request.HasField("expected_version") else None
-            result = self.app.act(request.session_id, SEAT_TOKEN.get(), convert.action_doc(request.action),
-                                  expected, request.idempotency_key or None)
-            response = pb.ActResponse(version=result.version, view=view_message(result.view), replayed=result.replayed)
-            convert.add_events(response.events, result.events)
-            return response
-        return await self.calls.answer(context, work)
+            return self.app.act(request.session_id, token, convert.action_doc(request.action),
+                                expected, request.idempotency_key or None)
+        result = await self._finish(context, await self.calls.answer(context, work))
+        response = pb.ActResponse(version=result.version, view=view_message(result.view), replayed=result.replayed)
+        convert.add_events(response.events, result.events)
+        return response
 
     async def ListEvents(self, request: pb.ListEventsRequest,
                    context: grpc.aio.ServicerContext) -> pb.ListEventsResponse:
@@ -146,7 +161,9 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
                     read = functools.partial(self.app.events_for, session_id, viewer, after)
                     found = await self.calls.answer(context, read)
                     if found is None:
-                        return  # the session ended
+                        await abort(context, ServiceError("not_found",
+                                                          f"no session {session_id!r} (deleted or expired)"))
+                        return
                     for event in found.events:
                         yield convert.event_message(event)
                     after = found.last
@@ -167,11 +184,13 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
 
     async def SetSeatBot(self, request: pb.SetSeatBotRequest,
                          context: grpc.aio.ServicerContext) -> pb.SetSeatBotResponse:
-        def work() -> pb.SetSeatBotResponse:
+        token = SEAT_TOKEN.get()
+
+        def work() -> Then[int]:
             bot = convert.bot_doc(request.bot) if request.HasField("bot") else None
-            return pb.SetSeatBotResponse(version=self.app.set_seat_bot(
-                request.session_id, SEAT_TOKEN.get(), request.player, bot))
-        return await self.calls.answer(context, work)
+            return self.app.set_seat_bot(request.session_id, token, request.player, bot)
+        version: int = await self._finish(context, await self.calls.answer(context, work))
+        return pb.SetSeatBotResponse(version=version)
 
     async def DeleteSession(self, request: pb.DeleteSessionRequest,
                       context: grpc.aio.ServicerContext) -> pb.DeleteSessionResponse:

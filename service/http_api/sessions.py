@@ -67,7 +67,7 @@ class Sessions(MethodView):
         caller = Caller(request.remote_addr or "unknown", request.headers.get("X-API-Key") or _token())
         made = app_layer().create_session(
             body["rules"], body["players"], seed=body["seed"], deck=body["deck"], ttl=body["ttl_seconds"],
-            caller=caller, timer={name: body[name] for name in TIMER_OPTIONS})
+            caller=caller, timer={name: body[name] for name in TIMER_OPTIONS}).done()
         return json_response({"session_id": made.session_id, "version": made.version, "seats": made.seats,
                               "view": made.view, "events": made.events}, 201,
                              headers={"Location": f"/v1/sessions/{made.session_id}", "ETag": f'"v{made.version}"'})
@@ -80,7 +80,7 @@ class Session(MethodView):
     @document_errors(blp, 401, 404, 429, 503)
     def get(self, session_id: str) -> Response:
         """The caller's view (a seat token), or the full state (the service key)."""
-        read = app_layer().get_session(session_id, _token())
+        read = app_layer().get_session(session_id, _token()).done()
         body: dict[str, Any] = {"session_id": session_id, "version": read.version, "view": read.view}
         if read.state is not None:
             body["state"] = engine.state_to_doc(read.state)
@@ -114,7 +114,7 @@ class Actions(MethodView):
                 raise ServiceError("invalid_request", "If-Match and expected_version disagree", field="If-Match")
             expected = pinned
         answer = app_layer().act(session_id, _token(), body["action"], expected,
-                                 request.headers.get("Idempotency-Key") or None, key_field="Idempotency-Key")
+                                 request.headers.get("Idempotency-Key") or None, key_field="Idempotency-Key").done()
         headers = {"ETag": f'"v{answer.version}"'}
         if answer.replayed:
             headers["Idempotent-Replayed"] = "true"
@@ -139,14 +139,16 @@ class Events(MethodView):
         if wait <= 0:
             return json_response({"events": app.session_events(session_id, _token(), after)})
         viewer = app.open_watch(session_id, _token(), after)
+        waiters = current_app.extensions["ono99.waiters"]
 
         def read() -> list[Any]:
-            found = app.events_for(session_id, viewer, after)
+            # The waiters a message wakes share one read of the log (a wake-up of hundreds).
+            found = app.events_for(session_id, viewer, after, shared=waiters.wakes(session_id))
             if found is None:
-                raise ServiceError("not_found", f"no session {session_id!r} (unknown or expired)")
+                raise ServiceError("not_found", f"no session {session_id!r} (deleted or expired)")
             return found.events
 
-        with current_app.extensions["ono99.waiters"].waiting(session_id) as changed:
+        with waiters.waiting(session_id) as changed:
             return json_response({"events": wait_for_events(read, changed, wait)})
 
 
@@ -172,7 +174,7 @@ class SeatBot(MethodView):
     def put(self, body: dict[str, Any], session_id: str, player: str) -> Response:
         """Hand the seat to a bot (the seat's token or the service key): a version of its
         own (event ``seat_changed``); the bot moves at once when the seat has an action."""
-        version = app_layer().set_seat_bot(session_id, _token(), player, body["bot"])
+        version = app_layer().set_seat_bot(session_id, _token(), player, body["bot"]).done()
         return json_response({"version": version}, headers={"ETag": f'"v{version}"'})
 
     @blp.response(200, VersionSchema)
@@ -180,5 +182,5 @@ class SeatBot(MethodView):
     @document_errors(blp, 401, 403, 404, 409, 429, 503)
     def delete(self, session_id: str, player: str) -> Response:
         """Take the seat back from its bot (the seat's token or the service key)."""
-        version = app_layer().set_seat_bot(session_id, _token(), player, None)
+        version = app_layer().set_seat_bot(session_id, _token(), player, None).done()
         return json_response({"version": version}, headers={"ETag": f'"v{version}"'})
