@@ -170,6 +170,7 @@ def state_from_doc(doc: StateDoc) -> GameState:
         owed_draws=_owed_draws(rules, doc, players, seats), swapped=doc.turn.swapped,
         ono99_played=doc.turn.ono99_played)
     _check_turn(rules, state)
+    _check_hands(state)
     return state
 
 
@@ -279,6 +280,27 @@ def _owed_draws(rules: Rules, doc: StateDoc, players: list[Player], seats: _Seat
         if players[i].status == OUT:
             raise _fail(f"{players[i].id!r} is out of the game", f"owed_draws[{k}]")
     return owed
+
+
+def _check_hands(state: GameState) -> None:
+    """Hand sizes the play could have made: a draw is owed only by a hand short of a card
+    (R-DRAW-1); under automatic drawing every hand in the round is full while a pile has
+    a card to draw (R-TURN-3, R-TURN-4); an elimination game has one round (R-SCORE-ELIM)."""
+    rules = state.rules
+    if rules.scoring == "elimination" and state.round != 1:
+        raise _fail("an elimination game is played in one round", "round")
+    if state.status != PLAYING:
+        return
+    for k, seat in enumerate(state.owed_draws):
+        if len(state.players[seat].hand) >= rules.hand_size:
+            raise _fail(f"{state.players[seat].id!r} holds a full hand: a draw is owed only after a play",
+                        f"owed_draws[{k}]")
+    if rules.draw == "manual" or not (state.draw_pile or state.discard_pile):
+        return
+    for k, player in enumerate(state.players):
+        if player.status != OUT and len(player.hand) < rules.hand_size:
+            raise _fail(f"holds {len(player.hand)} cards: with draw 'auto' a hand stays at hand_size "
+                        f"({rules.hand_size}) while a pile has a card", f"players[{k}].hand")
 
 
 def _check_turn(rules: Rules, state: GameState) -> None:

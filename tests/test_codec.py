@@ -168,3 +168,41 @@ def test_an_action_object_is_parsed_exactly_when_it_is_well_formed(doc):
         assert format_action(result) == {k: v for k, v in doc.items() if v is not None}
     else:
         assert result[0] == "refused" and result[1].startswith("action")
+
+
+def _refused(doc, path, words):
+    with pytest.raises(InvalidInputError) as err:
+        decode_state(doc)
+    assert err.value.path == path and words in err.value.message, (err.value.path, err.value.message)
+
+
+@pytest.mark.rules("R-DRAW-1")
+def test_a_draw_owed_by_a_full_hand_is_refused():
+    """Listing it would let the draw give a five-card hand the next call refuses."""
+    state = puzzle("1980", hands={"a": ["2", "3", "4", "5"], "b": ["6", "7", "8"]}, draw="manual")
+    doc = encode_state(state)
+    doc["owed_draws"] = ["b"]
+    decode_state(doc)  # b played and owes the card
+    doc["owed_draws"] = ["a"]
+    _refused(doc, "state.owed_draws[0]", "full hand")
+
+
+@pytest.mark.rules("R-TURN-3", "R-TURN-4")
+def test_a_short_hand_under_automatic_drawing_is_refused_while_a_pile_has_a_card():
+    """In points scoring it would be charged as a card lost to the late draw penalty."""
+    doc = base_doc()
+    doc["players"][1]["hand"] = ["6", "7", "8"]
+    doc["draw_pile"].append("9")
+    _refused(doc, "state.players[1].hand", "draw 'auto'")
+    doc["players"][1]["status"] = "out"  # a player out of the game keeps what they held
+    doc["players"][1]["hand"] = ["6", "7", "8"]
+    decode_state(doc)
+
+
+@pytest.mark.rules("R-SCORE-ELIM")
+def test_an_elimination_game_past_its_first_round_is_refused():
+    doc = base_doc()
+    doc["round"] = 2
+    _refused(doc, "state.round", "one round")
+    doc["rules"]["scoring"] = "tokens"
+    decode_state(doc)
