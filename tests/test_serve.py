@@ -1,5 +1,5 @@
-"""`ono99 serve` on its embedded defaults: a whole game over HTTP and one over gRPC, then
-SIGTERM stops everything cleanly."""
+"""`ono99 serve` on its embedded defaults: a whole game over HTTP and one over gRPC, one
+that a turn timer finishes seen in /metrics, then SIGTERM stops everything cleanly."""
 
 from __future__ import annotations
 
@@ -76,7 +76,29 @@ def test_serve_plays_whole_games_over_http_and_grpc_and_stops_on_sigterm():
                 sessions.Act(pb.ActRequest(session_id=made.session_id, action=convert.action_message(a)),
                              metadata=[("authorization", f"Bearer {made.seats[a.player]}")])
             assert got.view.status == pb.GAME_STATUS_OVER and list(got.view.winners)
+
+        # A game that a turn timer finishes shows in /metrics: serve's timekeeper has metrics too.
+        timed = requests.post(f"{base}/v1/sessions", json={
+            "rules": {"edition": "2022"}, "players": ["ann", "bob"], "seed": 1, "turn_seconds": 1,
+            "on_timeout": "forfeit"}).json()
+        deadline = time.monotonic() + 20
+        while requests.get(f"{base}/v1/sessions/{timed['session_id']}", headers={"Authorization": f"Bearer {KEY}"},
+                           ).json()["view"]["status"] != "over":
+            assert time.monotonic() < deadline, "the timekeeper did not move"
+            time.sleep(0.2)
+        text = requests.get(f"{base}/metrics").text
+        assert _sample(text, 'ono99_timers_outcomes_total{outcome="applied"}') >= 1, text
+        assert _sample(text, 'ono99_actions_total{mode="timer",outcome="applied",reason=""}') >= 1
+        assert _sample(text, 'ono99_games_finished_total{edition="2022"}') >= 2  # one by actions, one by the timer
     finally:
         proc.send_signal(signal.SIGTERM)
         code = proc.wait(timeout=60)
     assert code == 0, proc.stderr.read().decode()[-3000:]
+
+
+def _sample(text: str, name: str) -> float:
+    """A sample's value in a Prometheus text exposition (0 when absent)."""
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[-1])
+    return 0.0
