@@ -74,7 +74,7 @@ def test_actions_advance_the_version_and_stale_versions_conflict(client):
                             headers=auth(s["seats"]["bob"])), 409, "version_conflict")
     assert p["current_version"] == 2
     p = problem(client.post(f"/v1/sessions/{sid}/actions", json={"action": bob_action},
-                            headers={**auth(s["seats"]["bob"]), "If-Match": '"v1"'}), 409, "version_conflict")
+                            headers={**auth(s["seats"]["bob"]), "If-Match": '"v1"'}), 412, "precondition_failed")
     assert client.get(f"/v1/sessions/{sid}", headers=auth(ann)).json["version"] == 2
 
 

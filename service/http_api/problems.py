@@ -29,6 +29,10 @@ def problem_response(error: ServiceError, headers: dict[str, str] | None = None)
         log.error("request failed", extra={"code": error.code, "path": request.path})
     if "retry_after" in error.extra:
         headers = {**(headers or {}), "Retry-After": str(error.extra["retry_after"])}
+    if status == 401:  # RFC 6750: the scheme to use, and whether the token sent was refused
+        sent = request.headers.get("Authorization") is not None
+        headers = {**(headers or {}), "WWW-Authenticate": 'Bearer realm="ono99"'
+                   + (', error="invalid_token"' if sent else "")}
     return Response(_json.encode(body), status=status, mimetype=PROBLEM_JSON,
                     headers=headers)
 

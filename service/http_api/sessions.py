@@ -42,16 +42,42 @@ def _token() -> str | None:
     return bearer_token(request.headers.get("Authorization"))
 
 
-def _if_match() -> int | None:
-    """A version from ``If-Match: "v7"`` (the ETag this API hands out), else None."""
-    raw = request.headers.get("If-Match")
-    if not raw:
+def _entity_tags(header: str) -> list[str] | None:
+    """The entity tags of an If-Match or If-None-Match value as sent (weak ones keep their
+    ``W/``); None for ``*``. Each must be an ETag of this API, such as "v7"."""
+    raw = (request.headers.get(header) or "").strip()
+    if raw == "*":
         return None
-    tag = raw.strip().removeprefix("W/").strip('"')
-    if not _ETAG.fullmatch(tag):  # ASCII digits only, and few enough for an int
-        raise ServiceError("invalid_request", 'If-Match takes an ETag of this API, such as "v7"',
-                           field="If-Match")
-    return int(tag[1:])
+    tags = [tag.strip() for tag in raw.split(",")]
+    for tag in tags:
+        if not _ETAG.fullmatch(tag.removeprefix("W/").strip('"')):
+            raise ServiceError("invalid_request", f'{header} takes ETags of this API, such as "v7", or *',
+                               field=header)
+    return tags
+
+
+def _if_match() -> int | None:
+    """The version ``If-Match`` pins (RFC 9110, strong comparison): ``"v7"`` is 7; ``*``
+    and no header pin none; a weak tag never matches (412)."""
+    if not request.headers.get("If-Match"):
+        return None
+    tags = _entity_tags("If-Match")
+    if tags is None:
+        return None  # any current session: an unknown one answers 404 as ever
+    strong = [tag for tag in tags if not tag.startswith("W/")]
+    if not strong:
+        raise ServiceError("precondition_failed", "If-Match uses strong comparison: a weak ETag never matches")
+    if len(set(strong)) > 1:
+        raise ServiceError("invalid_request", "If-Match takes one ETag of this API", field="If-Match")
+    return int(strong[0].strip('"')[1:])
+
+
+def _not_modified(version: int) -> bool:
+    """Whether ``If-None-Match`` names the session's current version (weak comparison)."""
+    if not request.headers.get("If-None-Match"):
+        return False
+    tags = _entity_tags("If-None-Match")
+    return tags is None or f'"v{version}"' in {tag.removeprefix("W/") for tag in tags}
 
 
 @blp.route("")
@@ -76,15 +102,22 @@ class Sessions(MethodView):
 @blp.route("/<session_id>")
 class Session(MethodView):
     @blp.response(200, SessionViewSchema)
-    @blp.doc(security=AUTH)
+    @blp.alt_response(304, description="Not modified: If-None-Match names the session's current ETag")
+    @blp.doc(security=AUTH, parameters=[
+        {"in": "header", "name": "If-None-Match", "schema": {"type": "string"},
+         "description": 'ETags the caller holds ("v7", weak or strong, or *): 304 while the session is at one'}])
     @document_errors(blp, 401, 404, 429, 503)
     def get(self, session_id: str) -> Response:
         """The caller's view (a seat token), or the full state (the service key)."""
         read = app_layer().get_session(session_id, _token()).done()
+        # One ETag a version for every reader: what it shows depends on the token.
+        headers = {"ETag": f'"v{read.version}"', "Vary": "Authorization"}
+        if _not_modified(read.version):
+            return Response(status=304, headers=headers)
         body: dict[str, Any] = {"session_id": session_id, "version": read.version, "view": read.view}
         if read.state is not None:
             body["state"] = engine.state_to_doc(read.state)
-        return json_response(body, headers={"ETag": f'"v{read.version}"'})
+        return json_response(body, headers=headers)
 
     @blp.response(204)
     @blp.doc(security=AUTH)
@@ -103,8 +136,9 @@ class Actions(MethodView):
         {"in": "header", "name": "Idempotency-Key", "schema": {"type": "string", "maxLength": MAX_IDEMPOTENCY_KEY},
          "description": "a retry with the same key returns the first answer instead of acting twice"},
         {"in": "header", "name": "If-Match", "schema": {"type": "string"},
-         "description": 'the session ETag ("v7"): same as expected_version'}])
-    @document_errors(blp, 401, 403, 404, 409, 413, 422, 429, 503)
+         "description": 'the session ETag ("v7"): act only at that version, else 412 (strong comparison: '
+                        'a weak W/ ETag never matches; * matches the session at any version)'}])
+    @document_errors(blp, 401, 403, 404, 409, 412, 413, 422, 429, 503)
     def post(self, body: dict[str, Any], session_id: str) -> Response:
         """Apply the seat's action with a compare-and-set on the session version."""
         expected = body["expected_version"]
@@ -113,8 +147,15 @@ class Actions(MethodView):
             if expected is not None and expected != pinned:
                 raise ServiceError("invalid_request", "If-Match and expected_version disagree", field="If-Match")
             expected = pinned
-        answer = app_layer().act(session_id, _token(), body["action"], expected,
-                                 request.headers.get("Idempotency-Key") or None, key_field="Idempotency-Key").done()
+        try:
+            answer = app_layer().act(session_id, _token(), body["action"], expected,
+                                     request.headers.get("Idempotency-Key") or None,
+                                     key_field="Idempotency-Key").done()
+        except ServiceError as error:
+            if pinned is None or error.code != "version_conflict":
+                raise
+            # RFC 9110: a failed If-Match is 412 (expected_version in the body keeps its 409).
+            raise ServiceError("precondition_failed", f"If-Match: {error.detail}", **error.extra) from None
         headers = {"ETag": f'"v{answer.version}"'}
         if answer.replayed:
             headers["Idempotent-Replayed"] = "true"
