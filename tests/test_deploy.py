@@ -1,16 +1,21 @@
 """What can be checked of the containers without Docker: linters and schemas for the
-Dockerfile, compose file and Kubernetes manifests, and the image's entrypoint commands
-(and the compose health checks) run for real outside a container."""
+Dockerfile, compose file and Kubernetes manifests; that they build and run one image,
+tagged and labelled with pyproject's version, from a build context of only what the
+Dockerfile copies; and the image's entrypoint commands (and the compose health checks)
+run for real outside a container. Nothing here builds or runs the image."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import posixpath
 import re
 import shlex
 import subprocess
 import sys
 import time
+import tomllib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -22,6 +27,11 @@ from tests.conftest import RunningServer, free_port
 ROOT = Path(__file__).resolve().parent.parent
 DEPLOY = ROOT / "deploy"
 BIN = Path(sys.executable).parent
+PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+IMAGE = f"ono99:{PROJECT['version']}"
+METRICS_PORT = 9464  # ONO99_METRICS_PORT's default
+# SHA-256 of https://www.apache.org/licenses/LICENSE-2.0.txt
+APACHE_2_SHA256 = "cfc7749b96f63bd31c3c42b5c471bf756814053e847c10f3eb003417bc523d30"
 
 
 def run(*cmd: str) -> subprocess.CompletedProcess[str]:
@@ -49,6 +59,213 @@ def test_kubernetes_manifests_validate_strictly():
 def test_compose_file_matches_the_compose_schema():
     result = run(str(BIN / "check-jsonschema"), "--builtin-schema", "vendor.compose-spec", "deploy/compose.yaml")
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def _compose() -> dict:
+    return yaml.safe_load((DEPLOY / "compose.yaml").read_text())
+
+
+def test_compose_builds_the_one_image_its_services_run():
+    services = {name: s for name, s in _compose()["services"].items() if name != "redis"}
+    assert {"http", "grpc", "timers"} <= set(services)
+    for name, service in services.items():
+        # A service with an image but no build would make Compose pull it from a registry.
+        assert "build" in service, f"{name}: no build"
+        assert service["build"] == services["http"]["build"], f"{name}: another build"
+        assert service["image"] == IMAGE, name
+    build = services["http"]["build"]
+    assert (DEPLOY / build["context"]).resolve() == ROOT
+    assert (DEPLOY / build["context"] / build["dockerfile"]).resolve() == DEPLOY / "Dockerfile"
+    assert build["args"]["VERSION"] == PROJECT["version"]
+
+
+def test_every_compose_service_restarts():
+    for name, service in _compose()["services"].items():
+        assert service.get("restart") in ("always", "unless-stopped"), name
+
+
+def _port_mapping(entry: str | int | dict) -> tuple[str, set[int], set[int]]:
+    """A ``ports`` entry of a compose file, short or long syntax, as (host address,
+    published ports, container ports); no address is every interface ("")."""
+
+    def ports(spec: str | int | None) -> set[int]:
+        if spec in (None, ""):
+            return set()  # published on a port Docker picks
+        first, _, last = str(spec).partition("-")
+        return set(range(int(first), int(last or first) + 1))
+
+    if isinstance(entry, dict):
+        return entry.get("host_ip", ""), ports(entry.get("published")), ports(entry["target"])
+    *host, container = str(entry).split("/")[0].rsplit(":", 2)
+    address, published = ["", "", *host][-2:]
+    return address.strip("[]"), ports(published), ports(container)
+
+
+def test_port_mappings_are_read_as_compose_writes_them():
+    assert _port_mapping("9464") == ("", set(), {9464})
+    assert _port_mapping("9464:9464") == ("", {9464}, {9464})
+    assert _port_mapping("127.0.0.1:9464:9464/tcp") == ("127.0.0.1", {9464}, {9464})
+    assert _port_mapping("[::1]:9460-9470:9460-9470")[0:2] == ("::1", set(range(9460, 9471)))
+    assert _port_mapping("::1:9464:9464") == ("::1", {9464}, {9464})
+    assert _port_mapping("127.0.0.1::9464") == ("127.0.0.1", set(), {9464})
+    assert _port_mapping({"target": 9464, "published": "9464"}) == ("", {9464}, {9464})
+
+
+def test_no_service_publishes_the_metrics_port_beyond_this_host():
+    for name, service in _compose()["services"].items():
+        for entry in service.get("ports", []):
+            address, published, container = _port_mapping(entry)
+            if METRICS_PORT in published | container:
+                assert address in ("127.0.0.1", "::1"), f"{name} publishes {entry!r} on every interface"
+
+
+def _dockerfile() -> list[tuple[str, str]]:
+    """The Dockerfile's instructions, (INSTRUCTION, arguments), continuation lines joined."""
+    instructions, line = [], ""
+    for raw in (DEPLOY / "Dockerfile").read_text().splitlines():
+        if raw.strip().startswith("#"):
+            continue
+        line += raw.rstrip()
+        if line.endswith("\\"):
+            line = line[:-1] + " "
+            continue
+        if line.strip():
+            name, _, args = line.strip().partition(" ")
+            instructions.append((name.upper(), args.strip()))
+        line = ""
+    return instructions
+
+
+def _labels() -> dict[str, str]:
+    return dict(pair.split("=", 1) for name, args in _dockerfile() if name == "LABEL" for pair in shlex.split(args))
+
+
+def test_the_image_carries_oci_labels_with_the_version_of_pyproject():
+    instructions = _dockerfile()
+    last_from = max(i for i, (name, _) in enumerate(instructions) if name == "FROM")
+    # An ARG is only seen in the stage that declares it: the final one, before the labels.
+    arg = next(i for i, (name, args) in enumerate(instructions) if name == "ARG" and args.startswith("VERSION="))
+    label = next(i for i, (name, _) in enumerate(instructions) if name == "LABEL")
+    assert last_from < arg < label
+    assert instructions[arg][1] == f"VERSION={PROJECT['version']}"
+    labels = _labels()
+    assert labels["org.opencontainers.image.version"] in ("${VERSION}", "$VERSION")
+    assert labels["org.opencontainers.image.title"] == PROJECT["name"]
+    assert labels["org.opencontainers.image.description"] == PROJECT["description"]
+    assert labels["org.opencontainers.image.licenses"] == PROJECT["license"] == "Apache-2.0"
+    base = instructions[last_from][1].split()[0]
+    assert labels["org.opencontainers.image.base.name"] in (base, f"docker.io/library/{base}")
+
+
+def test_the_kubernetes_images_and_the_build_command_are_the_version_of_pyproject():
+    def images(node):
+        if isinstance(node, dict):
+            yield from ([node["image"]] if isinstance(node.get("image"), str) else [])
+            for value in node.values():
+                yield from images(value)
+        elif isinstance(node, list):
+            for value in node:
+                yield from images(value)
+
+    manifests = sorted((DEPLOY / "k8s").glob("*.yaml"))
+    k8s = [image for m in manifests for d in yaml.safe_load_all(m.read_text()) for image in images(d)]
+    assert k8s and set(k8s) == {IMAGE}
+    # The build command in the Dockerfile's header.
+    assert set(re.findall(r"-t (ono99:\S+)", (DEPLOY / "Dockerfile").read_text())) == {IMAGE}
+
+
+def test_the_license_is_the_apache_2_text_in_full_and_declared():
+    text = (ROOT / "LICENSE").read_text()
+    # The appendix's notice may name the project; the rest is the standard text word for word.
+    standard, notices = re.subn(r"^   Copyright .*$", "   Copyright [yyyy] [name of copyright owner]", text, flags=re.M)
+    assert notices == 1
+    assert hashlib.sha256(standard.encode()).hexdigest() == APACHE_2_SHA256
+    assert PROJECT["license"] == "Apache-2.0" and "LICENSE" in PROJECT["license-files"]
+
+
+def _dockerignore(text: str) -> list[tuple[bool, re.Pattern[str]]]:
+    """A .dockerignore as Docker reads it (moby/patternmatcher): lines starting with # are
+    comments, a path is cleaned and made relative to the context, ``**`` is any number of
+    directories, ``*`` and ``?`` stay within one name, [...] is a character class, and a
+    leading ! makes an exception. (is an exception, regex) for each line."""
+    patterns = []
+    for line in text.splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        line = line.strip()
+        exception = line.startswith("!")
+        pattern = posixpath.normpath(line[1:].strip() if exception else line).lstrip("/")
+        regex, i = "", 0
+        while i < len(pattern):
+            if pattern.startswith("**", i):
+                i += 2 + pattern.startswith("/", i + 2)
+                regex += ".*" if i == len(pattern) else "(.*/)?"
+                continue
+            char = pattern[i]
+            if char == "\\" and i + 1 < len(pattern):
+                i += 1
+                regex += re.escape(pattern[i])
+            else:
+                regex += {"*": "[^/]*", "?": "[^/]"}.get(char, "\\" + char if char in ".+()|{}$" else char)
+            i += 1
+        patterns.append((exception, re.compile(regex)))
+    return patterns
+
+
+def _ignored(path: str, patterns: list[tuple[bool, re.Pattern[str]]]) -> bool:
+    """Whether Docker leaves ``path`` out of the context: the last pattern that matches it or
+    one of its parent directories decides."""
+    parts = path.split("/")
+    candidates = [path] + ["/".join(parts[:n]) for n in range(1, len(parts))]
+    ignored = False
+    for exception, regex in patterns:
+        if any(regex.fullmatch(candidate) for candidate in candidates):
+            ignored = not exception
+    return ignored
+
+
+def test_the_dockerignore_reading_follows_dockers_documented_examples():
+    def ignores(lines: list[str], *paths: str) -> list[bool]:
+        return [_ignored(path, _dockerignore("\n".join(lines))) for path in paths]
+
+    assert ignores(["# comment", "*/temp*"], "somedir/temporary.txt", "somedir/temp/x", "temp", "a/b/temp") == [
+        True, True, False, False]
+    assert ignores(["*/*/temp*"], "somedir/subdir/temporary.txt", "somedir/temporary.txt") == [True, False]
+    assert ignores(["temp?"], "tempa", "temp", "tempab") == [True, False, False]
+    assert ignores(["**/*.go"], "a.go", "x/y/b.go", "x/y/b.gone") == [True, True, False]
+    assert ignores(["*.md", "!README*.md", "README-secret.md"], "a.md", "README.md", "README-secret.md") == [
+        True, False, True]
+    assert ignores(["/*", "!engine", "**/__pycache__"], "engine/a.py", "engine/__pycache__/a.pyc", ".git/HEAD") == [
+        False, True, True]
+
+
+def test_the_build_context_holds_what_the_dockerfile_copies_and_nothing_else():
+    patterns = _dockerignore((ROOT / ".dockerignore").read_text())
+    sources = []
+    for name, args in _dockerfile():
+        if name in ("COPY", "ADD"):
+            words = json.loads(args) if args.startswith("[") else shlex.split(args)
+            if not any(word.startswith("--from") for word in words):
+                sources += [w for w in words if not w.startswith("--")][:-1]
+    assert sources
+    copied = set()
+    for source in sources:
+        matches = sorted(ROOT.glob(source))
+        assert matches, f"COPY {source}: not in the repository"
+        for match in matches:
+            copied.add(match.relative_to(ROOT).parts[0])
+            files = [match] if match.is_file() else [f for f in match.rglob("*") if f.is_file()]
+            for file in files:
+                path = file.relative_to(ROOT).as_posix()
+                # Bytecode is what the image makes of the sources itself.
+                assert _ignored(path, patterns) == ("__pycache__" in path.split("/")), path
+    for entry in ROOT.iterdir():
+        if entry.name not in copied:
+            assert _ignored(entry.name, patterns), f"{entry.name} is sent to the build"
+    for path in (".venv/bin/python", ".git/HEAD", "tests/test_deploy.py", "docs/OPERATIONS.md", "benchmarks/x.py",
+                 ".mypy_cache/x", ".ruff_cache/x", ".pytest_cache/x", ".hypothesis/x", "engine/__pycache__/x.pyc",
+                 "service/x.pyc"):
+        assert _ignored(path, patterns), path
 
 
 def _image_command(target: str) -> list[str]:
