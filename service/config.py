@@ -29,6 +29,8 @@ class Settings:
     http_header_timeout: int = 5
     http_read_timeout: float = 10.0
     grpc_threads: int = 32
+    grpc_max_connection_age: float = 600.0
+    grpc_max_connection_age_grace: float = 60.0
     grpc_streams: int = 2000
     grpc_streams_per_peer: int = 100
     grpc_state_cache_bytes: int = 16 * 1024 * 1024
@@ -74,6 +76,8 @@ class Settings:
         "http_connections_per_peer": "ONO99_HTTP_CONNECTIONS_PER_PEER",
         "http_header_timeout": "ONO99_HTTP_HEADER_TIMEOUT", "http_read_timeout": "ONO99_HTTP_READ_TIMEOUT",
         "grpc_threads": "ONO99_GRPC_THREADS",
+        "grpc_max_connection_age": "ONO99_GRPC_MAX_CONNECTION_AGE",
+        "grpc_max_connection_age_grace": "ONO99_GRPC_MAX_CONNECTION_AGE_GRACE",
         "grpc_streams": "ONO99_GRPC_STREAMS", "grpc_streams_per_peer": "ONO99_GRPC_STREAMS_PER_PEER",
         "grpc_state_cache_bytes": "ONO99_GRPC_STATE_CACHE_BYTES", "metrics_port": "ONO99_METRICS_PORT",
         "redis_url": "REDIS_URL", "redis_timeout": "ONO99_REDIS_TIMEOUT",

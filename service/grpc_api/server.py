@@ -46,6 +46,22 @@ KEEPALIVE_OPTIONS = [
 ]
 
 
+REFLECTION_V1 = "grpc.reflection.v1.ServerReflection"
+
+
+def reflection_v1(reflector: Any) -> grpc.GenericRpcHandler:
+    """Server reflection ``v1`` beside ``v1alpha`` (grpcio-reflection serves only the
+    latter; clients such as grpcurl ask for v1 first). The two protocols' messages are
+    the same fields with the same numbers, so v1alpha's servicer answers v1 as is."""
+    from grpc_reflection.v1alpha import reflection_pb2
+
+    return grpc.method_handlers_generic_handler(REFLECTION_V1, {
+        "ServerReflectionInfo": grpc.stream_stream_rpc_method_handler(
+            reflector.ServerReflectionInfo,
+            request_deserializer=reflection_pb2.ServerReflectionRequest.FromString,
+            response_serializer=reflection_pb2.ServerReflectionResponse.SerializeToString)})
+
+
 class GrpcServer:
     """The gRPC server for ``settings``: ``serve()`` runs it on the current event loop until
     ``shutdown()``; ``start()``/``stop()`` run it on a thread of its own (tests, embedding)."""
@@ -72,7 +88,11 @@ class GrpcServer:
         server = grpc.aio.server(
             interceptors=[CallInterceptor()],
             options=[("grpc.max_receive_message_length", limit), ("grpc.max_send_message_length", 4 * limit),
-                     *KEEPALIVE_OPTIONS])
+                     *KEEPALIVE_OPTIONS,
+                     # A connection is closed (GOAWAY) after this age, so that clients spread
+                     # over the replicas an autoscaler adds; calls in flight get the grace.
+                     ("grpc.max_connection_age_ms", int(self.settings.grpc_max_connection_age * 1000)),
+                     ("grpc.max_connection_age_grace_ms", int(self.settings.grpc_max_connection_age_grace * 1000))])
         services = GenericHandlersOnly(server)
         pb_grpc.add_GameServiceServicer_to_server(
             GameServicer(self.app, self.bot_calls, RecentStates(self.settings.grpc_state_cache_bytes)), services)  # type: ignore[no-untyped-call]
@@ -85,8 +105,10 @@ class GrpcServer:
         pb_grpc.add_SessionServiceServicer_to_server(sessions, services)  # type: ignore[no-untyped-call]
         checks = health.aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(checks, services)
-        reflection_pb2_grpc.add_ServerReflectionServicer_to_server(reflection.aio.ReflectionServicer(
-            (GAME_SERVICE, SESSION_SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME)), services)
+        reflector = reflection.aio.ReflectionServicer(
+            (GAME_SERVICE, SESSION_SERVICE, health.SERVICE_NAME, REFLECTION_V1, reflection.SERVICE_NAME))
+        reflection_pb2_grpc.add_ServerReflectionServicer_to_server(reflector, services)
+        server.add_generic_rpc_handlers((reflection_v1(reflector),))
         self.port = server.add_insecure_port(f"{self.settings.host}:{self.requested_port}")
         for service in ("", GAME_SERVICE):
             await checks.set(service, health_pb2.HealthCheckResponse.SERVING)
