@@ -8,6 +8,7 @@ from typing import Generic, TypeVar
 
 import engine
 from engine import Event, GameState
+from engine.events import PLAYER
 
 from .signing import StateSigner
 
@@ -98,3 +99,20 @@ class SessionAnswer:
     events: list[Event]
     view: engine.ViewDoc
     replayed: bool = False
+
+
+# The events a session adds to the engine's (engine.events.EVENT_FIELDS), in the same form.
+SESSION_EVENT_FIELDS: dict[str, tuple[dict[str, object], tuple[str, ...]]] = {
+    "seat_changed": ({"player": PLAYER, "bot": {"type": "string", "description": "the bot's kind; absent: the seat "
+                                                                                 "is back with its person"},
+                      "reason": {"const": "timeouts", "description": "a turn timer handed the seat to the bot"}},
+                     ("player",)),
+    "turn_started": ({"player": {**PLAYER, "description": "who is to act"},
+                      "deadline_ms": {"type": "integer", "description": "the turn's end, epoch ms"}},
+                     ("player", "deadline_ms")),
+    "turn_timed_out": ({"player": PLAYER, "on_timeout": {"enum": ["bot", "draw", "forfeit"]},
+                        "deadline_ms": {"type": "integer"},
+                        "action": {"$ref": "#/components/schemas/ActionDoc",
+                                   "description": "the move made for the player (none for a forfeit)"}},
+                       ("player", "on_timeout", "deadline_ms")),
+}

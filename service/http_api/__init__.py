@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import logging
 import time
 from typing import Any
@@ -53,7 +54,7 @@ def create_app(settings: Settings | None = None, application: Application | None
         warn_unsigned_states()
     app = Flask("ono99", static_folder=None)  # no /static route: nothing on disk is served but /docs' assets
     app.config.update(
-        API_TITLE="ONO 99 rules service", API_VERSION="1.0.0", OPENAPI_VERSION="3.1.0",
+        API_TITLE="ONO 99 rules service", API_VERSION=importlib.metadata.version("ono99"), OPENAPI_VERSION="3.1.0",
         OPENAPI_URL_PREFIX="/", OPENAPI_JSON_PATH="openapi.json",
         OPENAPI_REDOC_PATH="/docs", OPENAPI_REDOC_URL=docs.REDOC_URL,  # served by the app: docs.py
         MAX_CONTENT_LENGTH=settings.max_body_bytes,
@@ -77,7 +78,30 @@ def create_app(settings: Settings | None = None, application: Application | None
     _errors(app)
     _observation(app)
     _operations(app, application)
+    _describe_operations(app, api.spec)
     return app
+
+
+def _describe_operations(app: Flask, spec: Any) -> None:
+    """Liveness, readiness and metrics in the OpenAPI document (plain routes, not a blueprint's)."""
+    rules = {rule.rule: rule for rule in app.url_map.iter_rules()}
+    problem = {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}
+    spec.path(rule=rules["/healthz"], operations={"get": {
+        "operationId": "checkHealth", "tags": ["operations"], "summary": "Alive: the process answers",
+        "responses": {"200": {"description": "alive", "content": {"application/json": {"schema": {
+            "type": "object", "properties": {"status": {"const": "ok"}}, "required": ["status"]}}}}}}})
+    spec.path(rule=rules["/readyz"], operations={"get": {
+        "operationId": "checkReady", "tags": ["operations"],
+        "summary": "Ready: the session store answers (when sessions are enabled)",
+        "responses": {"200": {"description": "ready", "content": {"application/json": {"schema": {
+            "type": "object", "properties": {"status": {"const": "ready"}, "sessions": {"type": "boolean"}},
+            "required": ["status", "sessions"]}}}},
+            "503": {"description": "the session store cannot be reached", "content": problem}}}})
+    spec.path(rule=rules["/metrics"], operations={"get": {
+        "operationId": "getMetrics", "tags": ["operations"],
+        "summary": "Prometheus metrics of every worker process (and the timekeeper under ono99 serve)",
+        "responses": {"200": {"description": "the text exposition format",
+                              "content": {"text/plain": {"schema": {"type": "string"}}}}}}})
 
 
 def _errors(app: Flask) -> None:

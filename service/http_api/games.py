@@ -67,6 +67,7 @@ class Games(MethodView):
     @blp.arguments(NewGameSchema())
     @blp.response(201, GameSchema)
     @document_errors(blp, 413)
+    @blp.doc(operationId="newGame")
     def post(self, body: dict[str, Any]) -> Response:
         """Deal a new game (R-SET-1, R-RNG-2); the caller keeps the state."""
         outcome = app_layer().new_game(body["rules"], body["players"], seed=body["seed"], deck=body["deck"])
@@ -78,6 +79,7 @@ class LegalActions(MethodView):
     @blp.arguments(SignedStateSchema())
     @blp.response(200, ActionsSchema)
     @document_errors(blp, 413)
+    @blp.doc(operationId="legalActions")
     def post(self, body: dict[str, Any]) -> Response:
         """Every action the player to act (and players owing a draw) may send now."""
         actions = app_layer().legal_actions(caller_state(body))
@@ -89,6 +91,7 @@ class Apply(MethodView):
     @blp.arguments(ApplySchema())
     @blp.response(200, GameSchema)
     @document_errors(blp, 413, 422)
+    @blp.doc(operationId="applyAction")
     def post(self, body: dict[str, Any]) -> Response:
         """Apply an action: the next state and the events it caused, or 422 with the rule."""
         return json_response(outcome_body(app_layer().apply(caller_state(body), body["action"])))
@@ -99,6 +102,7 @@ class View(MethodView):
     @blp.arguments(ViewRequestSchema())
     @blp.response(200, ViewSchema)
     @document_errors(blp, 413)
+    @blp.doc(operationId="viewGame")
     def post(self, body: dict[str, Any]) -> Response:
         """What one player (or, without ``player``, a spectator) may see of a state."""
         return json_response({"view": app_layer().view(caller_state(body), body["player"])})
@@ -109,6 +113,7 @@ class Suggest(MethodView):
     @blp.arguments(SuggestSchema())
     @blp.response(200, SuggestionSchema)
     @document_errors(blp, 413, 422, 429)
+    @blp.doc(operationId="suggestAction")
     def post(self, body: dict[str, Any]) -> Response:
         """The action a bot would take for ``player``: it is handed that player's view
         only, never the state. With ``simulations`` and ``seed`` the answer is always the
@@ -126,6 +131,7 @@ def suggestion_body(found: Suggestion) -> dict[str, Any]:
 @blp.route("/rules")
 class RulesInfo(MethodView):
     @blp.response(200, RulesInfoSchema)
+    @blp.doc(operationId="getRules")
     def get(self) -> Response:
         """The edition presets and every rule option with its meaning."""
         return json_response(describe_options())

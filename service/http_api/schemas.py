@@ -20,10 +20,12 @@ from engine.bots import BotSettings
 from engine.bounds import MAX_DECK_SIZE, MAX_PLAYERS, MIN_PLAYERS
 from engine.cards import CARD_CODES
 from engine.codec import StateDoc
+from engine.events import EVENT_FIELDS, event_schema
 from engine.rules import rules_json_schema
 from engine.shuffle import SEED_MAX, SEED_MAX_LENGTH, SEED_MIN, check_seed
 from engine.view import ViewDoc
 
+from ..answers import SESSION_EVENT_FIELDS
 from ..application import EVENTS_AFTER_RANGE, SESSION_TTL_RANGE
 
 PLAYER_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
@@ -35,11 +37,27 @@ def _ref(name: str) -> dict[str, Any]:
 
 
 def engine_components() -> dict[str, Any]:
-    """OpenAPI component schemas of the engine's documents, generated from the codec."""
+    """OpenAPI component schemas of the engine's documents, generated from the codec, and
+    ``Event``: one schema per event kind (engine.events, and the session's own), as a
+    ``oneOf`` discriminated by ``type``."""
     _, components = msgspec.json.schema_components(
         [StateDoc, ViewDoc, ActionDoc, BotSettings], ref_template="#/components/schemas/{name}")
-    components["Rules"] = rules_json_schema()
+    components["Rules"] = {**rules_json_schema(), "examples": RULES_EXAMPLES}
+    version = {"version": {"type": "integer", "minimum": 1, "description": "session events: the version that "
+                                                                          "caused it"}}
+    mapping = {}
+    for kind, (kind_fields, required) in {**EVENT_FIELDS, **SESSION_EVENT_FIELDS}.items():
+        name = "Event_" + kind
+        components[name] = event_schema(kind, kind_fields, required, version)
+        mapping[kind] = f"#/components/schemas/{name}"
+    components["Event"] = {"oneOf": [{"$ref": ref} for ref in mapping.values()],
+                           "discriminator": {"propertyName": "type", "mapping": mapping},
+                           "description": "one event; its type says which (docs/API.md, Events)"}
     return components
+
+
+RULES_EXAMPLES = [{"edition": "2022"}, {"edition": "1980", "scoring": "points", "target": 100, "end": "lowest_score"},
+                  {"edition": "1980", "draw": "manual", "scoring": "tokens", "tokens": 3}]
 
 
 class Strict(ma.Schema):
@@ -64,11 +82,11 @@ class EngineField(fields.Field):  # type: ignore[type-arg]
             raise ma.ValidationError(str(exc)) from None
 
 
-def StateField(**kwargs: Any) -> fields.Dict:
+def StateField(**kwargs: Any) -> fields.Raw:
     """A game state document, as sent: the application layer decodes and validates it
     (one decoding point for both transports), so an invalid state is an
     ``invalid_request`` whose ``field`` names the offending part (``state.total``)."""
-    return fields.Dict(metadata={**_ref("StateDoc"), "description": "the game state document"}, **kwargs)
+    return fields.Raw(metadata={**_ref("StateDoc"), "description": "the game state document"}, **kwargs)
 
 
 def ActionField(**kwargs: Any) -> EngineField:
@@ -91,8 +109,9 @@ class SeedField(fields.Field):  # type: ignore[type-arg]
             raise ma.ValidationError(exc.message) from None
 
 
-class RulesField(fields.Dict):
-    """Rules: an edition preset plus overrides; resolved and checked by the engine."""
+class RulesField(fields.Raw):
+    """Rules: an edition preset plus overrides; resolved and checked by the engine (its
+    schema is the engine's ``Rules``, not a free-form object)."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(metadata={**_ref("Rules"), "description": "edition preset plus option overrides"},
@@ -221,13 +240,9 @@ class ViewRequestSchema(SignedStateSchema):
                            metadata={"description": "viewer; absent: a spectator"})
 
 
-class EventSchema(ma.Schema):
-    """One event; ``type`` says which, the other fields depend on it (docs/API.md)."""
-
-    class Meta:
-        unknown = ma.INCLUDE
-
-    type = fields.String(required=True)
+def EventsField(**kwargs: Any) -> fields.List:  # type: ignore[type-arg]
+    """A list of events, as the service wrote them (never read back from a caller)."""
+    return fields.List(fields.Raw(metadata=_ref("Event")), **kwargs)
 
 
 class StateOutSchema(ma.Schema):
@@ -240,7 +255,7 @@ class StateOutSchema(ma.Schema):
 class GameSchema(StateOutSchema):
     """Response of POST /v1/games and /v1/games/apply."""
 
-    events = fields.List(fields.Nested(EventSchema), required=True)
+    events = EventsField(required=True)
 
 
 class ActionsSchema(ma.Schema):
@@ -270,7 +285,7 @@ class SessionCreatedSchema(ma.Schema):
     seats = fields.Dict(keys=fields.String(), values=fields.String(), required=True,
                         metadata={"description": "player id → secret seat token; shown once"})
     view = fields.Dict(required=True, metadata=_ref("ViewDoc"))
-    events = fields.List(fields.Nested(EventSchema), required=True)
+    events = EventsField(required=True)
 
 
 class SessionViewSchema(ma.Schema):
@@ -294,7 +309,7 @@ class SessionActedSchema(ma.Schema):
     """Response of POST /v1/sessions/{id}/actions."""
 
     version = fields.Integer(required=True)
-    events = fields.List(fields.Nested(EventSchema), required=True)
+    events = EventsField(required=True)
     view = fields.Dict(required=True, metadata=_ref("ViewDoc"))
 
 
@@ -311,7 +326,7 @@ class EventsQuerySchema(Strict):
 class EventsSchema(ma.Schema):
     """Response of GET /v1/sessions/{id}/events."""
 
-    events = fields.List(fields.Nested(EventSchema), required=True,
+    events = EventsField(required=True,
                          metadata={"description": "each event carries the version that caused it"})
 
 

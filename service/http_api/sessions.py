@@ -87,6 +87,7 @@ class Sessions(MethodView):
     @blp.doc(parameters=[{"in": "header", "name": "X-API-Key", "schema": {"type": "string"},
                           "description": "an API key of this service (required when ONO99_API_KEYS is set)"}])
     @document_errors(blp, 401, 413, 429, 503)
+    @blp.doc(operationId="createSession")
     def post(self, body: dict[str, Any]) -> Response:
         """Deal a game into a new session; the answer holds each seat's secret token (shown once)."""
         # An API key in X-API-Key; the service key there or, as on every other call, as a bearer token.
@@ -107,6 +108,7 @@ class Session(MethodView):
         {"in": "header", "name": "If-None-Match", "schema": {"type": "string"},
          "description": 'ETags the caller holds ("v7", weak or strong, or *): 304 while the session is at one'}])
     @document_errors(blp, 401, 404, 429, 503)
+    @blp.doc(operationId="getSession")
     def get(self, session_id: str) -> Response:
         """The caller's view (a seat token), or the full state (the service key)."""
         read = app_layer().get_session(session_id, _token()).done()
@@ -122,6 +124,7 @@ class Session(MethodView):
     @blp.response(204)
     @blp.doc(security=AUTH)
     @document_errors(blp, 401, 404, 503)
+    @blp.doc(operationId="deleteSession")
     def delete(self, session_id: str) -> Response:
         """End the session."""
         app_layer().delete_session(session_id, _token())
@@ -139,6 +142,7 @@ class Actions(MethodView):
          "description": 'the session ETag ("v7"): act only at that version, else 412 (strong comparison: '
                         'a weak W/ ETag never matches; * matches the session at any version)'}])
     @document_errors(blp, 401, 403, 404, 409, 412, 413, 422, 429, 503)
+    @blp.doc(operationId="actInSession")
     def post(self, body: dict[str, Any], session_id: str) -> Response:
         """Apply the seat's action with a compare-and-set on the session version."""
         expected = body["expected_version"]
@@ -170,6 +174,7 @@ class Events(MethodView):
     @blp.doc(security=AUTH)
     @document_errors(blp, 401, 404, 503)
     @document_errors(blp, 429)
+    @blp.doc(operationId="listSessionEvents")
     def get(self, query: dict[str, Any], session_id: str) -> Response:
         """The session's events after version ``after``, as the caller may see them: at most
         1,000 versions a call; the next call asks for those after the last one returned.
@@ -199,6 +204,7 @@ class SessionSuggest(MethodView):
     @blp.response(200, SuggestionSchema)
     @blp.doc(security=AUTH)
     @document_errors(blp, 401, 403, 404, 413, 422, 429, 503)
+    @blp.doc(operationId="suggestForSeat")
     def post(self, body: dict[str, Any], session_id: str) -> Response:
         """A hint for the caller's seat: the action a bot would take, from that seat's
         view only (the service key names the seat in ``player``)."""
@@ -212,6 +218,7 @@ class SeatBot(MethodView):
     @blp.response(200, VersionSchema)
     @blp.doc(security=AUTH)
     @document_errors(blp, 401, 403, 404, 409, 413, 429, 503)
+    @blp.doc(operationId="handSeatToBot")
     def put(self, body: dict[str, Any], session_id: str, player: str) -> Response:
         """Hand the seat to a bot (the seat's token or the service key): a version of its
         own (event ``seat_changed``); the bot moves at once when the seat has an action."""
@@ -221,6 +228,7 @@ class SeatBot(MethodView):
     @blp.response(200, VersionSchema)
     @blp.doc(security=AUTH)
     @document_errors(blp, 401, 403, 404, 409, 429, 503)
+    @blp.doc(operationId="takeSeatBack")
     def delete(self, session_id: str, player: str) -> Response:
         """Take the seat back from its bot (the seat's token or the service key)."""
         version = app_layer().set_seat_bot(session_id, _token(), player, None).done()
