@@ -8,6 +8,7 @@ import threading
 import time
 
 import grpc
+import pytest
 from google.rpc import error_details_pb2, status_pb2
 from grpc_reflection.v1alpha import reflection_pb2
 
@@ -26,8 +27,19 @@ def _details(error: grpc.RpcError) -> list:
     return list(status.details)
 
 
-def test_a_rate_limited_call_carries_retry_info(throwaway_redis):
-    rpc = start_grpc(throwaway_redis, ONO99_CREATES_PER_MINUTE="1", ONO99_CREATES_BURST="1")
+@pytest.fixture
+def own_redis():
+    """A Redis of this test's own: its creation limit's state (kept per address) must not
+    reach the other tests' servers."""
+    from service.embedded_redis import start_embedded
+
+    server = start_embedded()
+    yield server.connection_url
+    server.stop()
+
+
+def test_a_rate_limited_call_carries_retry_info(own_redis):
+    rpc = start_grpc(own_redis, ONO99_CREATES_PER_MINUTE="1", ONO99_CREATES_BURST="1")
     try:
         with grpc.insecure_channel(rpc.url) as channel:
             stub = pb_grpc.SessionServiceStub(channel)
