@@ -60,7 +60,7 @@ def main() -> None:
         for i in range(args.sessions):
             made = app.create_session({"edition": "2022"}, ["ann", "bob"], seed=i,
                                       timer={"turn_seconds": args.turn_seconds, "on_timeout": "draw",
-                                             "timeouts_to_bot": 0})
+                                             "timeouts_to_bot": 0}).done()
             ids.append(made.session_id)
             time.sleep(max(0.0, gap - 0.0005))
         print(f"{args.sessions} timed sessions created; running {args.seconds:.0f} s with "
