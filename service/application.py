@@ -6,11 +6,9 @@ lives here: every rule question goes to the engine.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-import hashlib
-import hmac
 import logging
-import re
 import secrets
 from typing import Any
 
@@ -23,58 +21,51 @@ from engine.bots import Suggestion
 from . import metrics
 from .admission import Admission, Caller, Limits
 from .answers import EventsRead, Outcome, SessionAnswer, SessionCreated, SessionRead, Then
-from .bots import BotLimits, Bots, Think, bots_due, encode_bots, think_here
+from .bots import BotLimits, Bots, Think, bots_due, think_here
 from .config import Settings
 from .errors import ServiceError, engine_call, from_engine
 from .seats import SeatOperations
+from .sessions import Again, Decision, Sessions, digest, is_session_id
 from .signing import StateSigner
-from .store import FIRST_VERSION, Conflict, SessionStore, Stored, Timed
-from .timers import TURN_SECONDS_RANGE, now_ms, to_act, turn_started
+from .store import FIRST_VERSION, Conflict, Session, SessionStore
+from .timers import TURN_SECONDS_RANGE, now_ms, parse_timer, to_act, turn_started
 from .turns import Turns
 
 log = logging.getLogger("ono99.app")
 
 _json = msgspec.json.Encoder()
 _decode_events = msgspec.json.Decoder(list[dict[str, Any]])
-_decode_seats = msgspec.json.Decoder(dict[str, str])
 _decode_answer = msgspec.json.Decoder(dict[str, Any])
 
 
 MAX_IDEMPOTENCY_KEY = 200  # characters
 SESSION_TTL_RANGE = (60, 30 * 86_400)  # seconds a caller may ask a session to live idle
 EVENTS_AFTER_RANGE = (0, 10**9)  # versions a caller may ask for the events after
-# Session ids are made by secrets.token_urlsafe (22 characters); anything else is no
-# session, and is never echoed back whole (a 100 KB id would not fit in gRPC metadata).
-SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
-
-
-def is_session_id(value: str) -> bool:
-    """Whether ``value`` has the shape of a session id (it may still be unknown)."""
-    return SESSION_ID.fullmatch(value) is not None
-
-
 EVENTS_PAGE = 1000  # versions of events one read returns at most; callers page with ``after``
 
 
-class Application(SeatOperations):
-    """Stateless games and Redis-backed sessions over the engine."""
+class Application:
+    """Stateless games and Redis-backed sessions over the engine: the one place that
+    assembles signer, session store, keys, limits, bots and timers."""
 
     def __init__(self, signer: StateSigner, store: SessionStore | None, service_key: str | None,
                  session_ttl: int, api_keys: tuple[str, ...] = (), limits: Limits | None = None,
                  session_ttl_max: int = SESSION_TTL_RANGE[1], bots: Bots | None = None,
                  bot_moves_per_call: int = 12, turn_seconds_range: tuple[int, int] = TURN_SECONDS_RANGE) -> None:
         self.signer = signer
-        self.bots = bots or Bots(BotLimits())
-        self.turns = Turns(self._sessions, self.bots, bot_moves_per_call)
-        self.turn_seconds_range = turn_seconds_range
         self.store = store
-        self.service_key_hash = _hash(service_key) if service_key else None
+        self.sessions = Sessions(store, service_key)
+        self.bots = bots or Bots(BotLimits())
+        self.turns = Turns(self.sessions, self.bots, bot_moves_per_call)
+        self.turn_seconds_range = turn_seconds_range
         self.session_ttl = session_ttl
         # The longest time to live a caller may ask for: under memory pressure Redis evicts
         # the keys closest to expiring first (volatile-ttl), so sessions made to outlive
         # the ones in play would push those out.
         self.ttl_range = (SESSION_TTL_RANGE[0], min(SESSION_TTL_RANGE[1], max(session_ttl, session_ttl_max)))
-        self.admission = Admission(limits or Limits(), tuple(_hash(key) for key in api_keys), self.service_key_hash)
+        self.admission = Admission(limits or Limits(), tuple(digest(key) for key in api_keys),
+                                   self.sessions.service_key_hash)
+        self.seats = SeatOperations(self.sessions, self.bots, self.turns, self.admission)
 
     @classmethod
     def from_settings(cls, settings: Settings, think: Think[Any] = think_here) -> Application:
@@ -133,11 +124,6 @@ class Application(SeatOperations):
 
     # --- sessions ----------------------------------------------------------------------
 
-    def _sessions(self) -> SessionStore:
-        if self.store is None:
-            raise ServiceError("unavailable", "sessions are disabled on this service")
-        return self.store
-
     def create_session(self, rules: Any, players: Any, seed: Any = None, deck: Any = None,
                        ttl: int | None = None, caller: Caller | None = None,
                        timer: dict[str, Any] | None = None) -> Then[SessionCreated]:
@@ -148,23 +134,22 @@ class Application(SeatOperations):
         low, high = self.ttl_range
         if ttl is not None and not low <= ttl <= high:
             raise ServiceError("invalid_request", f"ttl_seconds must be from {low} to {high}", field="ttl_seconds")
-        store = self._sessions()
+        store = self.sessions.store
         caller = caller or Caller("unknown")
-        self.admission.check_creation(store, caller.address, _hash(caller.api_key) if caller.api_key else None)
+        self.admission.check_creation(store, caller.address, digest(caller.api_key) if caller.api_key else None)
         ids, bots = self.bots.seats(players)
-        turn_timer = self._turn_timer(timer or {})
+        turn_timer = parse_timer(timer or {}, self.bots.settings, self.turn_seconds_range)
         state, events = engine_call(engine.new_game, rules, ids, seed=seed, deck=deck)
         deadline = 0
         if turn_timer is not None and to_act(state) is not None:
             deadline = now_ms() + turn_timer.turn_ms
             events.append(turn_started(state, deadline))
         tokens = {p.id: secrets.token_urlsafe(32) for p in state.players if p.id not in bots}
-        seats = _json.encode({pid: _hash(token) for pid, token in tokens.items()})
-        ttl = ttl or self.session_ttl
+        session = Session(FIRST_VERSION, engine.dumps_state(state), {pid: digest(t) for pid, t in tokens.items()},
+                          ttl or self.session_ttl, bots, turn_timer, deadline)
         for _ in range(3):
             session_id = store.new_session_id(timed=turn_timer is not None)
-            if store.create(session_id, engine.dumps_state(state), seats, _json.encode(events), ttl,
-                            encode_bots(bots), turn_timer.encode() if turn_timer else b"", deadline):
+            if store.create(session_id, session, _json.encode(events)):
                 log.info("session created", extra={"session_id": session_id, "version": FIRST_VERSION})
                 shown = [{**e, "version": FIRST_VERSION} for e in engine.redact_events(events, None)]
                 made = SessionCreated(session_id, FIRST_VERSION, tokens,
@@ -175,51 +160,29 @@ class Application(SeatOperations):
         raise ServiceError("internal_error", "could not allocate a session id")
 
     def _bots_after_creation(self, made: SessionCreated, state: GameState) -> SessionCreated:
-        created = self._load(made.session_id)
+        created = self.sessions.load(made.session_id)
         version, state, moved, later = self.turns.bots_play(made.session_id, created, FIRST_VERSION, state)
         view = _with_deadline(engine.view_doc(state, None), made.view.deadline_ms if later is None else later)
         return SessionCreated(made.session_id, version, made.seats, view,
                               made.events + engine.redact_events(moved, None))
 
-    def authenticate(self, seats: bytes, token: str | None) -> str | None:
-        """The player a seat token belongs to; None for the service key; else 401."""
-        if not token:
-            raise ServiceError("unauthorized", "send 'Authorization: Bearer <seat token>'")
-        digest = _hash(token)
-        if self.service_key_hash is not None and hmac.compare_digest(digest, self.service_key_hash):
-            return None
-        found = None
-        for player, seat_hash in _decode_seats.decode(seats).items():
-            if hmac.compare_digest(digest, seat_hash):
-                found = player
-        if found is None:
-            raise ServiceError("unauthorized", "the token is no seat token of this session")
-        return found
-
-    def _load(self, session_id: str, idempotency_key: str | None = None) -> Stored:
-        if not is_session_id(session_id):
-            raise ServiceError("not_found", "no such session (a session id is 1 to 64 letters, digits, '_' or '-')")
-        stored = self._sessions().read(session_id, idempotency_key)
-        if stored is None:
-            raise ServiceError("not_found", f"no session {session_id!r} (unknown or expired)")
-        return stored
-
     def get_session(self, session_id: str, token: str | None) -> Then[SessionRead]:
         """What the token may read of the session (see :class:`SessionRead`)."""
-        stored, viewer = self._read_as(session_id, token)
-        state = engine.loads_state(stored.state)
-        read = SessionRead(session_id, stored.version, _with_deadline(engine.view_doc(state, viewer), stored.deadline),
+        session, viewer = self.sessions.read_as(session_id, token)
+        state = engine.loads_state(session.state)
+        read = SessionRead(session_id, session.version, _with_deadline(engine.view_doc(state, viewer),
+                                                                       session.deadline),
                            state if viewer is None else None)
-        if not self.turns.bots_pending(stored, state):
+        if not self.turns.bots_pending(session, state):
             return Then(read)
         # A bot whose move a failed call left unmade makes it now: work done for the
         # reader, so it counts against the reader's seat like an action.
         if viewer is not None:
-            self.admission.check_action(self._sessions(), session_id, viewer)
+            self.admission.check_action(self.sessions.store, session_id, viewer)
 
         def finish() -> SessionRead:
-            version, after, _, deadline = self.turns.bots_play(session_id, stored, stored.version, state)
-            view = _with_deadline(engine.view_doc(after, viewer), stored.deadline if deadline is None else deadline)
+            version, after, _, deadline = self.turns.bots_play(session_id, session, session.version, state)
+            view = _with_deadline(engine.view_doc(after, viewer), session.deadline if deadline is None else deadline)
             return SessionRead(session_id, version, view, after if viewer is None else None)
         return Then(read, finish)
 
@@ -230,78 +193,78 @@ class Application(SeatOperations):
         ``key_field`` names the idempotency key as the transport takes it, for errors.
         """
         _check_act(expected_version, idempotency_key, key_field)
-        store = self._sessions()
         parsed = engine_call(engine.parse_action, action)
-        fingerprint = _hash(_json.encode([engine.format_action(parsed), expected_version])) if idempotency_key else ""
+        fingerprint = digest(_json.encode([engine.format_action(parsed), expected_version])) if idempotency_key else ""
         # A key belongs to the caller that used it (its seat token or the service key):
         # no other caller can replay its answer, collide with it or learn that it exists.
-        scoped_key = f"{_hash(token or '')[:32]}:{idempotency_key}" if idempotency_key else None
-        for _attempt in range(5):
-            stored = self._load(session_id, scoped_key)
-            player = self.authenticate(stored.seats, token)
+        scoped_key = f"{digest(token or '')[:32]}:{idempotency_key}" if idempotency_key else None
+
+        def decide(session: Session, attempt: int) -> Decision[Then[SessionAnswer]]:
+            player = self.sessions.authenticate(session, token)
             if player is not None and parsed.player != player:
                 raise ServiceError("forbidden", f"this seat token belongs to {player!r}, "
                                    f"not to {parsed.player!r}", player=player)
-            if player is not None and _attempt == 0:
-                self.admission.check_action(store, session_id, player)
-            if stored.idempotent is not None:  # only after the caller is known to own the key
-                return Then(self._replay(session_id, stored.idempotent, fingerprint))
-            if expected_version is not None and expected_version != stored.version:
-                raise ServiceError("version_conflict", f"the session is at version {stored.version}",
-                                   current_version=stored.version)
-            state = engine.loads_state(stored.state)
-            if player is not None and _attempt == 0 and self._escalated(stored, player):
-                # A seat a timer gave a bot: its person is back. Bots due then move after
-                # this action (its Then), not here on the caller's thread.
-                self.set_seat_bot(session_id, token, player, None)
-                continue
-            next_state, events, timed = self._judge(session_id, stored, state, parsed)
-            version = stored.version + 1
-            answer = SessionAnswer(session_id, version, parsed.player,
-                                   [{**e, "version": version} for e in engine.redact_events(events, parsed.player)],
-                                   _with_deadline(engine.view_doc(next_state, parsed.player),
-                                                  _deadline_after(stored, timed)))
-            record = _record(fingerprint, answer) if idempotency_key else b""
-            try:
-                store.commit(session_id, stored.version, engine.dumps_state(next_state), _json.encode(events),
-                             stored.ttl, scoped_key, record, timed=timed)
-            except Conflict as lost:
-                if expected_version is not None:
-                    raise ServiceError("version_conflict", f"the session moved on to version {lost.version}",
-                                       current_version=lost.version) from None
-                continue  # the caller did not pin a version: judge the action again on the new state
-            log.info("action applied", extra={"session_id": session_id, "version": version,
-                                              "player": parsed.player, "action": parsed.type})
-            return self._after_action(session_id, answer, next_state, stored, scoped_key, fingerprint)
-        raise ServiceError("version_conflict", "the session kept changing; try again")
+            if player is not None and attempt == 0:
+                self.admission.check_action(self.sessions.store, session_id, player)
+            if session.recorded is not None:  # only after the caller is known to own the key
+                replayed = self._replay(session_id, session.recorded, fingerprint)
+                return Decision(lambda _: Then(replayed))
+            if expected_version is not None and expected_version != session.version:
+                raise ServiceError("version_conflict", f"the session is at version {session.version}",
+                                   current_version=session.version)
+            if player is not None and attempt == 0 and self.seats.escalated(session, player):
+                # A seat a timer gave a bot: its person is back, and the action is judged on
+                # the session after the hand-over. Bots due then move after the action.
+                self.seats.set_bot(session_id, token, player, None)
+                raise Again
+            return self._judge(session_id, session, parsed, scoped_key, fingerprint)
 
-    def _judge(self, session_id: str, stored: Stored, state: GameState,
-               action: engine.Action) -> tuple[GameState, list[Event], Timed | None]:
-        """The state after a seat's action, its events, and in a timed session the turn
-        timer's part (the timer waits while the action is judged; see SeatOperations)."""
-        timeouts = self._timer_waits(session_id, stored, action.player)
+        def pinned(lost: Conflict) -> Then[SessionAnswer]:
+            raise ServiceError("version_conflict", f"the session moved on to version {lost.version}",
+                               current_version=lost.version)
+
+        return self.sessions.change(session_id, decide, scoped_key, lost=pinned if expected_version else None)
+
+    def _judge(self, session_id: str, session: Session, action: engine.Action, scoped_key: str | None,
+               fingerprint: str) -> Decision[Then[SessionAnswer]]:
+        """The change a seat's action makes, and its answer. In a timed session the timer
+        waits while the action is judged (see SeatOperations.timer_waits)."""
+        timeouts = self.seats.timer_waits(session_id, session, action.player)
+        state = engine.loads_state(session.state)
         try:
             next_state, events = _apply_counted("session", state, action)
         except ServiceError:
-            if stored.timer:
-                self._sessions().clear_inflight(session_id, action.player)
+            if session.timer is not None:
+                self.sessions.store.clear_inflight(session_id, action.player)
             raise
-        return next_state, events, self.turns.timed(stored, state, next_state, events, timeouts,
-                                                    player=action.player)
+        version = session.version + 1
+        change = self.turns.write(session, state, next_state, [events], timeouts=timeouts, player=action.player)
+        answer = SessionAnswer(session_id, version, action.player,
+                               [{**e, "version": version} for e in engine.redact_events(events, action.player)],
+                               _with_deadline(engine.view_doc(next_state, action.player),
+                                              session.deadline if change.deadline is None else change.deadline))
+        if scoped_key:
+            change = dataclasses.replace(change, record=(scoped_key, _record(fingerprint, answer)))
 
-    def _after_action(self, session_id: str, answer: SessionAnswer, state: GameState, stored: Stored,
+        def landed(_: int) -> Then[SessionAnswer]:
+            log.info("action applied", extra={"session_id": session_id, "version": version,
+                                              "player": action.player, "action": action.type})
+            return self._after_action(session_id, answer, next_state, session, scoped_key, fingerprint)
+        return Decision(landed, change)
+
+    def _after_action(self, session_id: str, answer: SessionAnswer, state: GameState, session: Session,
                       scoped_key: str | None, fingerprint: str) -> Then[SessionAnswer]:
         """The answer to an action, and the bot seats' moves that follow it, before it is
         answered: the answer then ends at the last of them (its version, its events, the
         actor's view), and its idempotency record is brought up to date."""
-        if not self.turns.bots_pending(stored, state):
+        if not self.turns.bots_pending(session, state):
             return Then(answer)
-        return Then(answer, lambda: self._bots_after_action(session_id, answer, state, stored, scoped_key,
-                                                            fingerprint))
+        return Then(answer, functools.partial(self._bots_after_action, session_id, answer, state, session,
+                                              scoped_key, fingerprint))
 
-    def _bots_after_action(self, session_id: str, answer: SessionAnswer, state: GameState, stored: Stored,
+    def _bots_after_action(self, session_id: str, answer: SessionAnswer, state: GameState, session: Session,
                            scoped_key: str | None, fingerprint: str) -> SessionAnswer:
-        version, state, moved, deadline = self.turns.bots_play(session_id, stored, answer.version, state)
+        version, state, moved, deadline = self.turns.bots_play(session_id, session, answer.version, state)
         if not moved:
             return answer
         view = engine.view_doc(state, answer.player)
@@ -309,7 +272,7 @@ class Application(SeatOperations):
                                answer.events + engine.redact_events(moved, answer.player),
                                _with_deadline(view, deadline if deadline is not None else answer.view.deadline_ms))
         if scoped_key:
-            self._sessions().record(session_id, scoped_key, _record(fingerprint, answer))
+            self.sessions.store.record(session_id, scoped_key, _record(fingerprint, answer))
         return answer
 
     def _replay(self, session_id: str, recorded: bytes, fingerprint: str) -> SessionAnswer:
@@ -318,6 +281,14 @@ class Application(SeatOperations):
             raise ServiceError("idempotency_key_reused", "this Idempotency-Key was used for another action")
         view = msgspec.convert(record["view"], engine.ViewDoc)
         return SessionAnswer(session_id, record["version"], view.viewer, record["events"], view, replayed=True)
+
+    def suggest_for_seat(self, session_id: str, token: str | None, bot: Any, player: str | None = None) -> Suggestion:
+        """A hint for the caller's seat (see SeatOperations.suggest)."""
+        return self.seats.suggest(session_id, token, bot, player)
+
+    def set_seat_bot(self, session_id: str, token: str | None, player: str, bot: Any) -> Then[int]:
+        """Hand a seat to a bot, or back (see SeatOperations.set_bot)."""
+        return self.seats.set_bot(session_id, token, player, bot)
 
     def session_events(self, session_id: str, token: str | None, after: int,
                        after_field: str = "after") -> list[Event]:
@@ -336,22 +307,14 @@ class Application(SeatOperations):
         """Who may watch the session's events after ``after``: the token's player (None:
         the service key). Opening a watch is a read: it renews the session's time to live."""
         _check_after(after, after_field)
-        return self._read_as(session_id, token)[1]
-
-    def _read_as(self, session_id: str, token: str | None) -> tuple[Stored, str | None]:
-        """The stored session and who reads it (the token's player, None for the service
-        key); a read renews the session's time to live."""
-        stored = self._load(session_id)
-        viewer = self.authenticate(stored.seats, token)
-        self._sessions().touch(session_id, stored.ttl)
-        return stored, viewer
+        return self.sessions.read_as(session_id, token)[1]
 
     def events_for(self, session_id: str, viewer: str | None, after: int, shared: Any = None) -> EventsRead | None:
         """A reader's next page (see :meth:`open_watch`): the events after ``after`` as
         ``viewer`` may see them, at most EVENTS_PAGE versions of them, or None once the
         session is gone. Readers woken together pass the same ``shared`` (the wake-up they
         answer) and share one read of the log."""
-        batches = self._sessions().events(session_id, after, EVENTS_PAGE, shared)
+        batches = self.sessions.store.events(session_id, after, EVENTS_PAGE, shared)
         if batches is None:
             return None
         out: list[Event] = []
@@ -364,9 +327,9 @@ class Application(SeatOperations):
 
     def delete_session(self, session_id: str, token: str | None) -> None:
         """End a session (any seat of it, or the service key)."""
-        stored = self._load(session_id)
-        self.authenticate(stored.seats, token)
-        self._sessions().delete(session_id)
+        session = self.sessions.load(session_id)
+        self.sessions.authenticate(session, token)
+        self.sessions.store.delete(session_id)
         log.info("session deleted", extra={"session_id": session_id})
 
 
@@ -404,13 +367,6 @@ def _with_deadline(view: engine.ViewDoc, deadline: int | None) -> engine.ViewDoc
     return view
 
 
-def _deadline_after(stored: Stored, timed: Timed | None) -> int | None:
-    """The deadline once a write with ``timed`` lands."""
-    if timed is None or timed.deadline is None:
-        return stored.deadline
-    return timed.deadline
-
-
 def _check_after(after: int, field: str) -> None:
     low, high = EVENTS_AFTER_RANGE
     if not low <= after <= high:
@@ -424,5 +380,5 @@ def bearer_token(header: str | None) -> str | None:
     return token if scheme.lower() == "bearer" and token else None
 
 
-def _hash(secret: str | bytes) -> str:
-    return hashlib.sha256(secret.encode() if isinstance(secret, str) else secret).hexdigest()
+
+__all__ = ["Application", "bearer_token", "is_session_id"]

@@ -15,7 +15,7 @@ import msgspec
 
 import engine
 from engine import Event, GameState, IllegalActionError, InvalidInputError
-from engine.bots import BotSettings, Suggestion, bot_to_dict, choose, parse_bot, players_to_act
+from engine.bots import BotSettings, Suggestion, choose, parse_bot, players_to_act
 
 from . import metrics
 from .errors import ServiceError, from_engine
@@ -140,13 +140,3 @@ def next_bot(state: GameState, bots: dict[str, BotSettings], patient: bool = Tru
 def bots_due(state: GameState, bots: dict[str, BotSettings]) -> bool:
     """Whether a bot seat's move is due now (the one :meth:`Bots.play` would make first)."""
     return next_bot(state, bots) is not None
-
-
-def decode_bots(raw: bytes) -> dict[str, BotSettings]:
-    """The bot seats stored with a session: player id to settings."""
-    return msgspec.json.decode(raw, type=dict[str, BotSettings])
-
-
-def encode_bots(bots: dict[str, BotSettings]) -> bytes:
-    """The bot seats as stored with a session."""
-    return msgspec.json.encode({pid: bot_to_dict(settings) for pid, settings in bots.items()})

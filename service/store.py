@@ -24,51 +24,59 @@ import logging
 import secrets
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 import redis
 from redis.crc import key_slot
 
+from engine.bots import BotSettings
+
 from . import metrics
 from .errors import ServiceError
 from .redis_client import Breaker, Client, T, unavailable
+from .timers import TurnTimer
 
 log = logging.getLogger("ono99.store")
 
 # KEYS: game, events, idem, and for a timed session timers and the player's inflight.
-# ARGV: expected version, state, ttl ms ('0': leave the time to live as it is),
-# idempotency key ('' for none), recorded answer, live channel, bots JSON ('' to keep),
-# timeouts JSON ('' to keep), deadline ('' to keep, '0' none, else epoch ms), forced (''
-# for an action; else the timekeeper's clock in epoch ms: apply only if the deadline has
-# passed and the player's action is not in flight), then the events JSON of each new
-# version (one for each).
+# ARGV: the number of named fields n, then n name/value pairs, then the events JSON of
+# each new version (one for each). The fields (service.store.Change; absent: unchanged):
+# expected (the version the change was decided at), state, ttl_ms (absent: leave the
+# time to live as it is), key and answer (an idempotency record), channel (the live
+# channel), bots, timeouts, deadline ('0': none runs), forced (a timekeeper's forced
+# move, its clock in epoch ms: apply only if the deadline has passed and the player's
+# action is not in flight).
 _COMMIT = """
+local f = {}
+local n = tonumber(ARGV[1])
+for i = 2, 2 * n, 2 do f[ARGV[i]] = ARGV[i + 1] end
+local first = 2 * n + 2
 local version = redis.call('HGET', KEYS[1], 'version')
 if not version then return {-1, 0} end
 version = tonumber(version)
-if version ~= tonumber(ARGV[1]) then return {0, version} end
-if ARGV[10] ~= '' then
+if version ~= tonumber(f.expected) then return {0, version} end
+if f.forced then
   local due = tonumber(redis.call('HGET', KEYS[1], 'deadline') or '0')
-  if due == 0 or due > tonumber(ARGV[10]) or redis.call('EXISTS', KEYS[5]) == 1 then return {2, version} end
+  if due == 0 or due > tonumber(f.forced) or redis.call('EXISTS', KEYS[5]) == 1 then return {2, version} end
 end
-version = version + #ARGV - 10
-redis.call('HSET', KEYS[1], 'version', version, 'state', ARGV[2])
-if ARGV[7] ~= '' then redis.call('HSET', KEYS[1], 'bots', ARGV[7]) end
-if ARGV[8] ~= '' then redis.call('HSET', KEYS[1], 'timeouts', ARGV[8]) end
-for i = 11, #ARGV do redis.call('RPUSH', KEYS[2], ARGV[i]) end
-if ARGV[4] ~= '' then redis.call('HSET', KEYS[3], ARGV[4], ARGV[5]) end
-if ARGV[3] ~= '0' then for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], ARGV[3]) end end
+version = version + #ARGV - first + 1
+redis.call('HSET', KEYS[1], 'version', version, 'state', f.state)
+if f.bots then redis.call('HSET', KEYS[1], 'bots', f.bots) end
+if f.timeouts then redis.call('HSET', KEYS[1], 'timeouts', f.timeouts) end
+for i = first, #ARGV do redis.call('RPUSH', KEYS[2], ARGV[i]) end
+if f.key then redis.call('HSET', KEYS[3], f.key, f.answer) end
+if f.ttl_ms then for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], f.ttl_ms) end end
 if #KEYS == 5 then
-  if ARGV[9] ~= '' then
-    redis.call('HSET', KEYS[1], 'deadline', ARGV[9])
-    if ARGV[9] == '0' then redis.call('ZREM', KEYS[4], KEYS[1])
-    else redis.call('ZADD', KEYS[4], ARGV[9], KEYS[1]) end
+  if f.deadline then
+    redis.call('HSET', KEYS[1], 'deadline', f.deadline)
+    if f.deadline == '0' then redis.call('ZREM', KEYS[4], KEYS[1])
+    else redis.call('ZADD', KEYS[4], f.deadline, KEYS[1]) end
   end
   redis.call('DEL', KEYS[5])
 end
-redis.call('PUBLISH', ARGV[6], version)
+redis.call('PUBLISH', f.channel, version)
 return {1, version}
 """
 
@@ -150,44 +158,48 @@ def live_channel(session_id: str) -> str:
 
 
 @dataclass(frozen=True)
-class Stored:
-    """A session as read for an action."""
+class Session:
+    """A session as stored, each field decoded once."""
 
     version: int
-    state: bytes
-    seats: bytes
-    ttl: int
-    idempotent: bytes | None
-    bots: bytes = b"{}"
-    timer: bytes = b""  # the turn timer's settings (JSON), empty for an untimed session
+    state: bytes  # the state document's canonical JSON (engine.loads_state decodes it)
+    seats: dict[str, str]  # player id to the SHA-256 of its seat token; a seat made for a bot has none
+    ttl: int  # seconds of idle life
+    bots: dict[str, BotSettings] = field(default_factory=dict)  # the seats bots play
+    timer: TurnTimer | None = None  # the turn timer; None for an untimed session
     deadline: int = 0  # epoch ms when the turn to play ends; 0: no timer runs
-    timeouts: bytes = b"{}"
+    timeouts: dict[str, int] = field(default_factory=dict)  # each player's turn timeouts in a row
+    recorded: bytes | None = None  # the answer recorded for the idempotency key read with it
 
     def people(self) -> set[str]:
         """The players with a seat token: every seat but those made for a bot."""
-        return set(_decode_seats.decode(self.seats))
-
-    def timeout_counts(self) -> dict[str, int]:
-        """Each player's turn timeouts in a row."""
-        return _decode_counts.decode(self.timeouts)
-
-
-_decode_seats = msgspec.json.Decoder(dict[str, str])
-_decode_counts = msgspec.json.Decoder(dict[str, int])
-
-
-_FIELDS = ("version", "state", "seats", "ttl", "bots", "timer", "deadline", "timeouts")
+        return set(self.seats)
 
 
 @dataclass(frozen=True)
-class Timed:
-    """The turn timer's part of a commit: ``deadline`` None keeps it (0: none runs),
-    ``timeouts`` empty keeps them, ``forced_at`` is set for a timekeeper's forced move."""
+class Change:
+    """What one commit writes: the versions after the one it was decided at, one for each
+    batch of events. A field left None is unchanged."""
 
-    deadline: int | None = None
-    timeouts: bytes = b""
-    forced_at: int | None = None
-    player: str = ""  # whose action in flight this write lands (a forced move: whose turn ran out)
+    state: bytes
+    events: list[bytes]  # the events (JSON) of each new version
+    renew: bool = True  # slide the time to live (a timekeeper's writes are no sign of life)
+    bots: dict[str, BotSettings] | None = None
+    timeouts: dict[str, int] | None = None
+    deadline: int | None = None  # 0: no timer runs
+    forced_at: int | None = None  # a timekeeper's forced move: apply only if due at this time
+    player: str = ""  # a timed session: whose action in flight (or timed-out turn) this lands
+    record: tuple[str, bytes] | None = None  # an idempotency key and the answer to record
+
+
+_decode_seats = msgspec.json.Decoder(dict[str, str])
+_decode_bots = msgspec.json.Decoder(dict[str, BotSettings])
+_decode_timer = msgspec.json.Decoder(TurnTimer)
+_decode_counts = msgspec.json.Decoder(dict[str, int])
+_encode = msgspec.json.Encoder()
+
+
+_FIELDS = ("version", "state", "seats", "ttl", "bots", "timer", "deadline", "timeouts")
 
 
 def inflight_key(session_id: str, player: str) -> str:
@@ -336,15 +348,17 @@ class SessionStore:
         except (redis.ConnectionError, redis.TimeoutError, redis.ResponseError):
             return False
 
-    def create(self, session_id: str, state: bytes, seats: bytes, events: bytes, ttl: int,
-               bots: bytes = b"{}", timer: bytes = b"", deadline: int = 0) -> bool:
-        """Store a new session at FIRST_VERSION; False if the id is taken. A ``timer``
-        schedules the first turn's ``deadline``."""
-        names = list(keys(session_id)[:2]) + ([self.timers_key(session_id)] if timer else [])
+    def create(self, session_id: str, session: Session, events: bytes) -> bool:
+        """Store a new session (at ``session.version``, FIRST_VERSION) with the events of
+        its first version; False if the id is taken. A timer schedules the deadline."""
+        names = list(keys(session_id)[:2]) + ([self.timers_key(session_id)] if session.timer else [])
+        args = [session.state, _encode.encode(session.seats), events, session.ttl, session.version,
+                _encode.encode(session.bots), _encode.encode(session.timer) if session.timer else b"",
+                session.deadline]
         return bool(self._call("create", lambda: self._durable(lambda client: self._create(
-            keys=names, args=[state, seats, events, ttl, FIRST_VERSION, bots, timer, deadline], client=client))))
+            keys=names, args=args, client=client))))
 
-    def read(self, session_id: str, idempotency_key: str | None = None) -> Stored | None:
+    def read(self, session_id: str, idempotency_key: str | None = None) -> Session | None:
         """The session (None if unknown or expired), sliding its time to live."""
         game, _, idem = keys(session_id)
 
@@ -360,8 +374,10 @@ class SessionStore:
         version, state, seats, ttl, bots, timer, deadline, timeouts = replies[0]
         if version is None:
             return None
-        return Stored(int(version), state, seats, int(ttl), replies[1] if idempotency_key else None, bots or b"{}",
-                      timer or b"", int(deadline or 0), timeouts or b"{}")
+        return Session(int(version), state, _decode_seats.decode(seats), int(ttl),
+                       _decode_bots.decode(bots) if bots else {}, _decode_timer.decode(timer) if timer else None,
+                       int(deadline or 0), _decode_counts.decode(timeouts) if timeouts else {},
+                       replies[1] if idempotency_key else None)
 
     def touch(self, session_id: str, ttl: int) -> None:
         """Slide the session's time to live (reads count as activity)."""
@@ -373,24 +389,31 @@ class SessionStore:
 
         self._call("touch", work)
 
-    def commit(self, session_id: str, expected: int, state: bytes, events: bytes | list[bytes], ttl: int,
-               idempotency_key: str | None = None, answer: bytes = b"", bots: bytes = b"",
-               timed: Timed | None = None) -> int:
-        """Atomically store the versions after ``expected``, one for each events batch
-        (``events``: one batch, or a list), and new ``bots``, unless empty; with
-        ``timed``, the turn timer's part. ``ttl`` 0 leaves the time to live as it is
-        (a timekeeper's writes are no sign of life). Raise Conflict if the session moved
-        on, and NotDue when a forced move finds the deadline not passed or the player's
-        action in flight."""
-        batches = [events] if isinstance(events, bytes) else events
-        names = list(keys(session_id)) + ([self.timers_key(session_id), inflight_key(session_id, timed.player)]
-                                          if timed else [])
-        timed = timed or Timed()
+    def commit(self, session_id: str, read: Session, change: Change, expected: int | None = None) -> int:
+        """Atomically store ``change``'s versions after ``expected`` (default: the version
+        of ``read``, the session as read for it); the new version. Raise Conflict if the
+        session moved on, and NotDue when a forced move finds the deadline not passed or
+        the player's action in flight."""
+        names = list(keys(session_id))
+        if read.timer is not None:
+            names += [self.timers_key(session_id), inflight_key(session_id, change.player)]
+        named: dict[str, Any] = {"expected": read.version if expected is None else expected, "state": change.state,
+                                 "channel": live_channel(session_id)}
+        if change.renew:
+            named["ttl_ms"] = read.ttl * 1000
+        if change.record is not None:
+            named["key"], named["answer"] = change.record
+        if change.bots is not None:
+            named["bots"] = _encode.encode(change.bots)
+        if change.timeouts is not None:
+            named["timeouts"] = _encode.encode(change.timeouts)
+        if change.deadline is not None:
+            named["deadline"] = change.deadline
+        if change.forced_at is not None:
+            named["forced"] = change.forced_at
+        args = [len(named), *(item for pair in named.items() for item in pair), *change.events]
         status, version = self._call("commit", lambda: self._durable(lambda client: self._commit(
-            keys=names, client=client,
-            args=[expected, state, ttl * 1000, idempotency_key or "", answer, live_channel(session_id), bots,
-                  timed.timeouts, "" if timed.deadline is None else timed.deadline,
-                  "" if timed.forced_at is None else timed.forced_at, *batches])))
+            keys=names, args=args, client=client)))
         if status == -1:
             raise ServiceError("not_found", "the session ended while the action was applied")
         if status == 0:

@@ -16,17 +16,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
 import msgspec
 
 from engine import Event, GameState
-from engine.bots import BotSettings, bot_to_dict
+from engine.bots import BotSettings
 
 from .errors import ServiceError
 
-ON_TIMEOUT = ("bot", "draw", "forfeit")
+OnTimeout = Literal["bot", "draw", "forfeit"]
+ON_TIMEOUT: tuple[str, ...] = get_args(OnTimeout)
 TURN_SECONDS_RANGE = (1, 86_400)
 INFLIGHT_GRACE_MS = 2_000  # how long past its deadline an action in flight holds the timer at most
 
@@ -36,24 +36,13 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-@dataclass(frozen=True)
-class TurnTimer:
-    """A session's turn timer, as stored with it."""
+class TurnTimer(msgspec.Struct, frozen=True):
+    """A session's turn timer, as stored with it (service.store)."""
 
     turn_ms: int
-    on_timeout: str
+    on_timeout: OnTimeout
     bot: BotSettings
     timeouts_to_bot: int
-
-    def encode(self) -> bytes:
-        return msgspec.json.encode({"turn_ms": self.turn_ms, "on_timeout": self.on_timeout,
-                                    "bot": bot_to_dict(self.bot), "timeouts_to_bot": self.timeouts_to_bot})
-
-    @classmethod
-    def decode(cls, raw: bytes) -> TurnTimer:
-        doc = msgspec.json.decode(raw)
-        return cls(doc["turn_ms"], doc["on_timeout"], msgspec.convert(doc["bot"], BotSettings),
-                   doc["timeouts_to_bot"])
 
 
 def parse_timer(options: dict[str, Any], bot_settings: Callable[[Any, str], BotSettings],
@@ -82,7 +71,7 @@ def parse_timer(options: dict[str, Any], bot_settings: Callable[[Any, str], BotS
         raise ServiceError("invalid_request", "timeouts_to_bot must be an integer from 0 (never) to 100",
                            field="timeouts_to_bot")
     bot = bot_settings(options.get("timeout_bot") or {"kind": "heuristic"}, "timeout_bot")
-    return TurnTimer(turn_seconds * 1000, on_timeout, bot, timeouts_to_bot)
+    return TurnTimer(turn_seconds * 1000, on_timeout, bot, timeouts_to_bot)  # type: ignore[arg-type]
 
 
 def to_act(state: GameState) -> str | None:

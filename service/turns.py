@@ -1,8 +1,8 @@
 """What moves a session on besides its people's actions: bot seats and turn timers.
 
 Every version written here goes through the store's one compare-and-set, like an
-action's; a turn timer's part of it (the next deadline, the ``turn_started`` event) is
-worked out by :meth:`Turns.timed` for every write of a timed session.
+action's; :meth:`Turns.write` builds each write's change, with a turn timer's part of
+it (the next deadline, the ``turn_started`` event) for a timed session.
 """
 
 from __future__ import annotations
@@ -16,12 +16,14 @@ import msgspec
 
 import engine
 from engine import Event, GameState
-from engine.bots import cautious
+from engine.bots import BotSettings, cautious
 from engine.leaving import forfeit
 
 from . import metrics
-from .bots import Bots, bots_due, decode_bots, encode_bots, keeps_a_person
-from .store import Conflict, NotDue, SessionStore, Stored, Timed
+from .bots import Bots, bots_due, keeps_a_person
+from .errors import ServiceError
+from .sessions import Decision, Sessions
+from .store import Change, Conflict, NotDue, Session
 from .timers import TurnTimer, next_deadline, now_ms, to_act, turn_started
 
 log = logging.getLogger("ono99.turns")
@@ -39,37 +41,36 @@ class Forced:
 
 
 class Turns:
-    """Bot seats' moves and turn timers' forced moves for the sessions of ``store``."""
+    """Bot seats' moves and turn timers' forced moves for the sessions of ``sessions``."""
 
-    def __init__(self, store: Callable[[], SessionStore], bots: Bots, bot_moves_per_call: int) -> None:
-        self.store = store
+    def __init__(self, sessions: Sessions, bots: Bots, bot_moves_per_call: int) -> None:
+        self.sessions = sessions
         self.bots = bots
         # Bot seats' moves made within one call at most (a table of bots alone would
         # otherwise play a whole game inside one request); the next call goes on.
         self.bot_moves_per_call = bot_moves_per_call
 
     @staticmethod
-    def timed(stored: Stored, before: GameState | None, after: GameState, batch: list[Event],
-              timeouts: dict[str, int] | None = None, forced_at: int | None = None,
-              player: str = "") -> Timed | None:
-        """The turn timer's part of a write from ``before`` to ``after`` (None for an
-        untimed session): a new deadline when another player is to act, announced by a
-        ``turn_started`` event appended to ``batch``. ``player``: whose action (or, for
-        a forced move, whose timed-out turn) this write lands."""
-        if not stored.timer:
-            return None
-        timer = TurnTimer.decode(stored.timer)
-        deadline = next_deadline(timer, before, after, now_ms(), forced=forced_at is not None)
-        if deadline:
-            batch.append(turn_started(after, deadline))
-        return Timed(deadline, _json.encode(timeouts) if timeouts is not None else b"", forced_at, player)
+    def write(session: Session, before: GameState | None, after: GameState, batches: list[list[Event]],
+              **fields: Any) -> Change:
+        """The change that stores ``after`` as one version for each batch of events, with
+        ``fields`` of :class:`service.store.Change`; in a timed session also the turn
+        timer's part: a new deadline when another player is to act (or after a forced
+        move), announced by a ``turn_started`` event appended to the last batch."""
+        if session.timer is not None:
+            deadline = next_deadline(session.timer, before, after, now_ms(),
+                                     forced=fields.get("forced_at") is not None)
+            if deadline:
+                batches[-1].append(turn_started(after, deadline))
+            fields["deadline"] = deadline
+        return Change(engine.dumps_state(after), [_json.encode(batch) for batch in batches], **fields)
 
     @staticmethod
-    def bots_pending(stored: Stored, state: GameState) -> bool:
+    def bots_pending(session: Session, state: GameState) -> bool:
         """Whether a bot seat's move is due now (the one :meth:`bots_play` would make)."""
-        return bots_due(state, decode_bots(stored.bots))
+        return bots_due(state, session.bots)
 
-    def bots_play(self, session_id: str, stored: Stored, version: int, state: GameState,
+    def bots_play(self, session_id: str, session: Session, version: int, state: GameState,
                   patient: bool = True, renew: bool = True,
                   most: int | None = None) -> tuple[int, GameState, list[Event], int | None]:
         """Bot seats' moves from ``version`` on (see :meth:`Bots.play`), each committed
@@ -80,18 +81,17 @@ class Turns:
         deadline: list[int | None] = [None]
 
         def commit(expected: int, before: GameState, after: GameState, events: list[Event]) -> bool:
-            timed = self.timed(stored, before, after, events)
+            change = self.write(session, before, after, [events], renew=renew)
             try:
-                self.store().commit(session_id, expected, engine.dumps_state(after), _json.encode(events),
-                                    stored.ttl if renew else 0, timed=timed)
+                self.sessions.store.commit(session_id, session, change, expected=expected)
             except Conflict:
                 return False
-            if timed is not None and timed.deadline is not None:
-                deadline[0] = timed.deadline
+            if change.deadline is not None:
+                deadline[0] = change.deadline
             log.info("bot moved", extra={"session_id": session_id, "version": expected + 1})
             return True
 
-        version, state, moved = self.bots.play(version, state, decode_bots(stored.bots), commit,
+        version, state, moved = self.bots.play(version, state, session.bots, commit,
                                                self.bot_moves_per_call if most is None else most, patient)
         return version, state, moved, deadline[0]
 
@@ -100,66 +100,73 @@ class Turns:
         done (``applied``, ``bot_moved``), or why nothing was (``gone``, ``not_due``,
         ``moved_on``, and with ``think`` False ``thinks``: the move needs a bot, whose
         work goes where bots think), and the bot seats' first move due after it."""
-        store = self.store()
-        stored = store.read(session_id)
-        if stored is None or not stored.timer or not stored.deadline:
-            store.unschedule(session_id)
-            return Forced("gone")
-        if stored.deadline > now:
-            return Forced("not_due")
-        state = engine.loads_state(stored.state)
-        player = to_act(state)
-        bots = decode_bots(stored.bots)
-        if player is None:
-            store.unschedule(session_id)
-            return Forced("gone")
-        timer = TurnTimer.decode(stored.timer)
-        if not think and (player in bots or timer.on_timeout == "bot"):
-            return Forced("thinks")
-        if player in bots:  # its move was left unmade (a failed call, or a person's draw it waited for): make it
-            return self._bot_step(session_id, stored, stored.version, state, self.bot_moves_per_call, "bot_moved")
-        timeouts = stored.timeout_counts()
-        timeouts[player] = timeouts.get(player, 0) + 1
-        after, events, done = self._forced_move(timer, state, player, stored.version)
-        timed_out: Event = {"type": "turn_timed_out", "player": player, "on_timeout": timer.on_timeout,
-                            "deadline_ms": stored.deadline, **done}
-        new_bots = b""
-        if (timer.timeouts_to_bot and timeouts[player] >= timer.timeouts_to_bot and timer.on_timeout != "forfeit"
-                and after.status == "playing" and keeps_a_person(stored.people(), {**bots, player: timer.bot})):
-            bots[player] = timer.bot  # escalation: a bot plays the seat until its person is back
-            events.append({"type": "seat_changed", "player": player, "bot": timer.bot.kind, "reason": "timeouts"})
-            new_bots = encode_bots(bots)
-        timed = self.timed(stored, state, after, events, timeouts, forced_at=now, player=player)
         try:
-            version = store.commit(session_id, stored.version, engine.dumps_state(after),
-                                   [_json.encode([timed_out]), _json.encode(events)], 0,
-                                   bots=new_bots, timed=timed)
+            return self.sessions.change(session_id, lambda session, _: self._decide_forced(
+                session_id, session, now, think), lost=lambda _: Forced("moved_on"))
         except NotDue:
             return Forced("not_due")
-        except Conflict:
-            return Forced("moved_on")
+        except ServiceError as error:
+            if error.code != "not_found":
+                raise
+            self.sessions.store.unschedule(session_id)
+            return Forced("gone")
+
+    def _decide_forced(self, session_id: str, session: Session, now: int, think: bool) -> Decision[Forced]:
+        if session.timer is None or not session.deadline:
+            self.sessions.store.unschedule(session_id)
+            return Decision(lambda _: Forced("gone"))
+        if session.deadline > now:
+            return Decision(lambda _: Forced("not_due"))
+        state = engine.loads_state(session.state)
+        player = to_act(state)
+        if player is None:
+            self.sessions.store.unschedule(session_id)
+            return Decision(lambda _: Forced("gone"))
+        timer = session.timer
+        if not think and (player in session.bots or timer.on_timeout == "bot"):
+            return Decision(lambda _: Forced("thinks"))
+        if player in session.bots:  # its move was left unmade (a failed call, or a person's draw it waited for)
+            return Decision(lambda version: self._bot_step(session_id, session, version, state,
+                                                           self.bot_moves_per_call, "bot_moved"))
+        timeouts = {**session.timeouts, player: session.timeouts.get(player, 0) + 1}
+        after, events, done = self._forced_move(timer, state, player, session.version)
+        timed_out: Event = {"type": "turn_timed_out", "player": player, "on_timeout": timer.on_timeout,
+                            "deadline_ms": session.deadline, **done}
+        bots: dict[str, BotSettings] | None = None
+        escalated = {**session.bots, player: timer.bot}  # a bot plays the seat until its person is back
+        if (timer.timeouts_to_bot and timeouts[player] >= timer.timeouts_to_bot and timer.on_timeout != "forfeit"
+                and after.status == "playing" and keeps_a_person(session.people(), escalated)):
+            bots = escalated
+            events.append({"type": "seat_changed", "player": player, "bot": timer.bot.kind, "reason": "timeouts"})
+        change = self.write(session, state, after, [[timed_out], events], renew=False, bots=bots,
+                            timeouts=timeouts, forced_at=now, player=player)
+        return Decision(lambda version: self._forced(session_id, session, version, after, bots, player, timer), change)
+
+    def _forced(self, session_id: str, session: Session, version: int, after: GameState,
+                bots: dict[str, BotSettings] | None, player: str, timer: TurnTimer) -> Forced:
+        """A forced move landed at ``version``: count it, and the bot seats' moves after it."""
         metrics.count_applied("timer", after)
         log.info("turn timed out", extra={"session_id": session_id, "version": version, "player": player,
                                           "action": timer.on_timeout})
-        if not bots_due(after, bots):
+        if not bots_due(after, session.bots if bots is None else bots):
             return Forced("applied")
-        refreshed = store.read(session_id)
+        refreshed = self.sessions.store.read(session_id)
         if refreshed is None:
             return Forced("applied")
         return Forced("applied", lambda: self._bot_step(session_id, refreshed, version, after,
                                                         self.bot_moves_per_call, "applied"))
 
-    def _bot_step(self, session_id: str, stored: Stored, version: int, state: GameState, left: int,
+    def _bot_step(self, session_id: str, session: Session, version: int, state: GameState, left: int,
                   outcome: str) -> Forced:
         """One bot seat's move in a timekeeper's lane, and the next (while ``left``
         moves remain of the most one forced move may set off)."""
-        version, state, moved, _ = self.bots_play(session_id, stored, version, state, patient=False,
+        version, state, moved, _ = self.bots_play(session_id, session, version, state, patient=False,
                                                   renew=False, most=1)
         if not moved:
             return Forced(outcome if outcome == "applied" else "moved_on")
-        if left <= 1 or not bots_due(state, decode_bots(stored.bots)):
+        if left <= 1 or not bots_due(state, session.bots):
             return Forced(outcome)
-        return Forced(outcome, lambda: self._bot_step(session_id, stored, version, state, left - 1, outcome))
+        return Forced(outcome, lambda: self._bot_step(session_id, session, version, state, left - 1, outcome))
 
     def _forced_move(self, timer: TurnTimer, state: GameState, player: str,
                      version: int) -> tuple[GameState, list[Event], dict[str, Any]]:
@@ -176,5 +183,3 @@ class Turns:
             after, drew = engine.apply(after, engine.Action(player, engine.ActionType.DRAW))
             events += drew
         return after, events, {"action": engine.format_action(action)}
-
-

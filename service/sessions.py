@@ -1,0 +1,121 @@
+"""The one path every session change takes: load, authenticate, decide, commit, and on a
+lost race decide again (as boardgame.io's ``Master.onUpdate`` reads: fetch,
+authenticate, check, reduce, write).
+
+An operation (an action, a hand-over, a forced move) is a ``decide`` function over the
+session as read; :meth:`Sessions.change` runs the loop around it, with the store's one
+compare-and-set.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from .errors import ServiceError
+from .store import Change, Conflict, Session, SessionStore
+
+T = TypeVar("T")
+
+# Session ids are made by secrets.token_urlsafe (22 characters); anything else is no
+# session, and is never echoed back whole (a 100 KB id would not fit in gRPC metadata).
+SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def is_session_id(value: str) -> bool:
+    """Whether ``value`` has the shape of a session id (it may still be unknown)."""
+    return SESSION_ID.fullmatch(value) is not None
+
+
+def digest(secret: str | bytes) -> str:
+    """The SHA-256 (hex) a token or key is kept and compared as."""
+    return hashlib.sha256(secret.encode() if isinstance(secret, str) else secret).hexdigest()
+
+
+@dataclass(frozen=True)
+class Decision(Generic[T]):
+    """What an operation makes of the session it read: ``change`` to commit (None: none),
+    and ``answer``, given the version the session is at once it has landed."""
+
+    answer: Callable[[int], T]
+    change: Change | None = None
+
+
+class Again(Exception):
+    """Raised by a decision that made a change of its own first (a seat handed back to
+    its person): the session is read and decided again."""
+
+
+class Sessions:
+    """The session store as operations use it: reads, seat tokens, and changes."""
+
+    def __init__(self, store: SessionStore | None, service_key: str | None) -> None:
+        self._store = store
+        self.service_key_hash = digest(service_key) if service_key else None
+
+    @property
+    def store(self) -> SessionStore:
+        """The store; ``unavailable`` when sessions are off."""
+        if self._store is None:
+            raise ServiceError("unavailable", "sessions are disabled on this service")
+        return self._store
+
+    def load(self, session_id: str, idempotency_key: str | None = None) -> Session:
+        """The session (``not_found`` when unknown or expired)."""
+        if not is_session_id(session_id):
+            raise ServiceError("not_found", "no such session (a session id is 1 to 64 letters, digits, '_' or '-')")
+        found = self.store.read(session_id, idempotency_key)
+        if found is None:
+            raise ServiceError("not_found", f"no session {session_id!r} (unknown or expired)")
+        return found
+
+    def authenticate(self, session: Session, token: str | None) -> str | None:
+        """The player a seat token belongs to; None for the service key; else 401."""
+        if not token:
+            raise ServiceError("unauthorized", "send 'Authorization: Bearer <seat token>'")
+        hashed = digest(token)
+        if self.service_key_hash is not None and hmac.compare_digest(hashed, self.service_key_hash):
+            return None
+        found = None
+        for player, seat_hash in session.seats.items():
+            if hmac.compare_digest(hashed, seat_hash):
+                found = player
+        if found is None:
+            raise ServiceError("unauthorized", "the token is no seat token of this session")
+        return found
+
+    def read_as(self, session_id: str, token: str | None) -> tuple[Session, str | None]:
+        """The session and who reads it (the token's player, None for the service key);
+        a read renews the session's time to live."""
+        session = self.load(session_id)
+        reader = self.authenticate(session, token)
+        self.store.touch(session_id, session.ttl)
+        return session, reader
+
+    def change(self, session_id: str, decide: Callable[[Session, int], Decision[T]],
+               idempotency_key: str | None = None, lost: Callable[[Conflict], T] | None = None,
+               attempts: int = 5) -> T:
+        """Load the session, ``decide(session, attempt)``, commit its change with the
+        compare-and-set at the version read, and answer. A lost race decides again on the
+        new state, unless ``lost`` answers it (a caller that pinned the version, a
+        timekeeper that finds the turn moved on)."""
+        for attempt in range(attempts):
+            session = self.load(session_id, idempotency_key)
+            try:
+                decision = decide(session, attempt)
+            except Again:
+                continue
+            if decision.change is None:
+                return decision.answer(session.version)
+            try:
+                version = self.store.commit(session_id, session, decision.change)
+            except Conflict as conflict:
+                if lost is not None:
+                    return lost(conflict)
+                continue
+            return decision.answer(version)
+        raise ServiceError("version_conflict", "the session kept changing; try again")
