@@ -1,8 +1,8 @@
 """The immutable game state and the action value type.
 
 They are frozen msgspec structs: immutable and compared by value like tuples, with
-attribute reads and construction several times cheaper than a NamedTuple's (the hot
-path reads and builds them at every step). They are never part of a reference cycle,
+attribute reads and construction cheaper than a NamedTuple's (the hot path reads and
+builds them at every step). They are never part of a reference cycle,
 so the garbage collector does not track them.
 """
 

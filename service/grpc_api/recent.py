@@ -22,8 +22,8 @@ class RecentStates:
 
     Memory is bounded by ``budget`` bytes: each entry is charged ``entry_cost`` of its
     message size, an upper bound of what the key and the engine state take (a state
-    holds a reference per card where the message has a byte; measured 6 to 9 times
-    the message size).
+    holds a reference per card where the message has a byte, so several times the
+    message size).
     """
 
     COST_PER_MESSAGE_BYTE = 10
