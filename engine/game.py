@@ -313,8 +313,7 @@ def _apply_draw(state: GameState, seat: int) -> tuple[GameState, list[Event]]:
 
 def _end_turn(t: Table, seat: int, obligate: bool) -> None:
     """Pass the turn on from ``seat``; ``obligate`` puts the next player under a Play 2."""
-    t.play2 = None
-    t.swapped = t.ono99_played = False
+    t.new_turn()
     if t.rules.scoring == "points" and active_count(t.players) == 1:
         points_round_over(t)  # R-PTS-3: one player left in the round
     else:
@@ -346,8 +345,7 @@ def _no_action(t: Table, seat: int) -> None:
         return
     p = t.players[seat]
     # R-P2-5: whoever is eliminated under a Play 2 takes the obligation out with them.
-    t.play2 = None
-    t.swapped = t.ono99_played = False
+    t.new_turn()
     t.owed_draws = tuple(i for i in t.owed_draws if i != seat)
     if scoring == "points":
         t.players[seat] = structs.replace(p, status=OUT_OF_ROUND)

@@ -31,13 +31,11 @@ def forfeit(state: GameState, player: str) -> tuple[GameState, list[Event]]:
     if len(left) == 1:
         end_game(t, left)  # R-WIN-1
     elif t.rules.scoring == "points" and active_count(t.players) == 1:
-        t.play2 = None
-        t.swapped = t.ono99_played = False
+        t.new_turn()
         points_round_over(t)  # R-PTS-3
         enter_turn(t)
     elif seat == t.current:
-        t.play2 = None  # R-P2-5: the obligation leaves with them
-        t.swapped = t.ono99_played = False
+        t.new_turn()  # R-P2-5: the obligation leaves with them
         t.current = next_active(t, seat)
         enter_turn(t)  # R-ELIM-2
     return t.freeze(), t.events

@@ -115,7 +115,6 @@ def new_round(t: Table) -> None:
     t.round_starter = t.current = starter
     t.total = 0
     t.direction = 1
-    t.play2 = None
+    t.new_turn()
     t.owed_draws = ()
-    t.swapped = t.ono99_played = False
     t.events.append({"type": "round_started", "round": t.round, "player": t.players[starter].id})

@@ -61,6 +61,12 @@ class Table:
         self.ono99_played = s.ono99_played
         self.events: list[Event] = []
 
+    def new_turn(self) -> None:
+        """What one turn carries back to a turn's start: no Play 2 obligation (R-P2), no
+        swap (R-99-2) and no ono99 played (R-99-3) yet. The one place they are reset."""
+        self.play2 = None
+        self.swapped = self.ono99_played = False
+
     def freeze(self) -> GameState:
         """The next immutable state."""
         # By position, in GameState's field order (cheaper than by keyword on every
@@ -130,8 +136,7 @@ def end_game(t: Table, winners: list[int]) -> None:
     """The game is over; ``winners`` share the win (R-WIN-1, R-PTS-4, R-PTS-5)."""
     t.status = OVER
     t.current = None
-    t.play2 = None
+    t.new_turn()
     t.owed_draws = ()
-    t.swapped = t.ono99_played = False
     t.winners = tuple(winners)
     t.events.append({"type": "game_over", "winners": [t.players[i].id for i in winners]})
