@@ -19,9 +19,9 @@ from .bounds import MAX_DECK_SIZE, MAX_HAND_SIZE, MAX_PLAYERS, MIN_PLAYERS
 from .cards import CARD_CODES
 from .errors import InvalidInputError, convert, invalid_from_msgspec
 from .game import can_act
-from .rules import Rules, resolve_rules, rules_to_dict
+from .rules import ELIMINATION, LOWEST_SCORE, MANUAL, POINTS, TOKENS, Rules, resolve_rules, rules_to_dict
 from .shuffle import SEED_MAX_LENGTH
-from .state import ACTIVE, OUT, OUT_OF_ROUND, PLAYING, GameState, Play2, Player
+from .state import ACTIVE, OUT, OUT_OF_ROUND, PLAYING, GameState, GameStatus, Play2, Player, PlayerStatus
 
 Card = Literal["0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10",
                "-10", "reverse", "play2", "ono99", "hold"]
@@ -46,7 +46,7 @@ class PlayerDoc(Struct, forbid_unknown_fields=True, omit_defaults=False):
 
     id: SeatId
     hand: Annotated[list[Card], Meta(max_length=MAX_HAND_SIZE)]
-    status: Literal["active", "out", "out_of_round"]
+    status: PlayerStatus
     tokens: Annotated[int, Meta(ge=0)] | UnsetType = UNSET
     score: Annotated[int, Meta(ge=0, le=10**9)] = 0
     busted: bool = False
@@ -77,7 +77,7 @@ class StateDoc(Struct, forbid_unknown_fields=True):
     direction: Literal[1, -1]
     current: PlayerRef | None
     play2: Play2Doc | None
-    status: Literal["playing", "over"]
+    status: GameStatus
     round: Annotated[int, Meta(ge=1, le=10**6)] = 1
     winners: list[PlayerRef] = msgspec.field(default_factory=list)
     seed: Seed = 0
@@ -104,7 +104,7 @@ def state_to_doc(state: GameState) -> StateDoc:
         direction=state.direction,  # type: ignore[arg-type]
         current=None if state.current is None else players[state.current].id,
         play2=None if play2 is None else Play2Doc(players[play2.player].id, play2.cards_left),  # type: ignore[arg-type]
-        status=state.status,  # type: ignore[arg-type]
+        status=state.status,
         round=state.round,
         winners=[players[i].id for i in state.winners],
         seed=state.seed,
@@ -183,8 +183,8 @@ def _rules(doc: StateDoc) -> Rules:
 
 def _players(rules: Rules, doc: StateDoc) -> list[Player]:
     """Each seat, checked against the rules: ids, hand sizes, statuses, tokens, scores."""
-    points = rules.scoring == "points"
-    max_tokens = rules.tokens if rules.scoring == "tokens" else 0
+    points = rules.scoring == POINTS
+    max_tokens = rules.tokens if rules.scoring == TOKENS else 0
     seen: set[str] = set()
     players = []
     for k, p in enumerate(doc.players):
@@ -274,7 +274,7 @@ def _play2(doc: StateDoc, current: int | None) -> Play2 | None:
 
 def _owed_draws(rules: Rules, doc: StateDoc, players: list[Player], seats: _Seats) -> tuple[int, ...]:
     owed = seats.list(doc.owed_draws, "owed_draws")
-    if owed and rules.draw != "manual":
+    if owed and rules.draw != MANUAL:
         raise _fail("draws are owed only with draw 'manual'", "owed_draws")
     for k, i in enumerate(owed):
         if players[i].status == OUT:
@@ -287,7 +287,7 @@ def _check_hands(state: GameState) -> None:
     (R-DRAW-1); under automatic drawing every hand in the round is full while a pile has
     a card to draw (R-TURN-3, R-TURN-4); an elimination game has one round (R-SCORE-ELIM)."""
     rules = state.rules
-    if rules.scoring == "elimination" and state.round != 1:
+    if rules.scoring == ELIMINATION and state.round != 1:
         raise _fail("an elimination game is played in one round", "round")
     if state.status != PLAYING:
         return
@@ -295,7 +295,7 @@ def _check_hands(state: GameState) -> None:
         if len(state.players[seat].hand) >= rules.hand_size:
             raise _fail(f"{state.players[seat].id!r} holds a full hand: a draw is owed only after a play",
                         f"owed_draws[{k}]")
-    if rules.draw == "manual" or not (state.draw_pile or state.discard_pile):
+    if rules.draw == MANUAL or not (state.draw_pile or state.discard_pile):
         return
     for k, player in enumerate(state.players):
         if player.status != OUT and len(player.hand) < rules.hand_size:
@@ -322,7 +322,7 @@ def _check_finished(rules: Rules, players: list[Player], winners: tuple[int, ...
     """The winners of a finished game are the ones its scoring makes (R-WIN-1,
     R-SCORE-TOK, R-PTS-4, R-PTS-5)."""
     standing = [i for i, p in enumerate(players) if p.status != OUT]
-    if rules.scoring != "points":
+    if rules.scoring != POINTS:
         # The last player in the game wins alone; everyone else is out.
         if len(standing) != 1 or winners != (standing[0],) or players[standing[0]].status != ACTIVE:
             raise _fail("the one player left in the game, and only they, is the winner", "winners")
@@ -334,7 +334,7 @@ def _check_finished(rules: Rules, players: list[Player], winners: tuple[int, ...
         raise _fail("winners share the win with equal scores", "winners")
     if max(p.score for p in players) < rules.target:
         raise _fail(f"a points game ends when a score reaches the target ({rules.target})", "winners")
-    if rules.end == "lowest_score":
+    if rules.end == LOWEST_SCORE:
         # R-PTS-5: the fewest points among the players still in the game win, ties sharing.
         low = min(players[i].score for i in standing)
         if set(winners) != {i for i in standing if players[i].score == low}:

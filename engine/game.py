@@ -15,7 +15,7 @@ from msgspec import structs
 from .actions import parse_action
 from .cards import TOTAL_DELTA
 from .errors import IllegalActionError, InvalidInputError
-from .rules import Rules
+from .rules import AUTO, MANUAL, POINTS, TOKENS, Rules
 from .scoring import points_round_over, token_round_over
 from .state import (
     ACTIVE,
@@ -100,7 +100,7 @@ def _can_swap(s: _Position, hand: tuple[str, ...]) -> bool:
 
 def _can_bust(rules: Rules) -> bool:
     """R-PTS-1: only points scoring lets a player without a legal play go over the limit."""
-    return rules.scoring == "points"
+    return rules.scoring == POINTS
 
 
 def _can_draw(s: GameState | Table, seat: int) -> bool:
@@ -217,7 +217,7 @@ def _play(t: Table, seat: int, card: str, bust: bool) -> None:
     first_of_two = play2 is not None and play2.cards_left == 2
     deflect = _card_effect(t, card, first_of_two)
     drawn = None
-    if rules.draw == "auto":
+    if rules.draw == AUTO:
         drawn = take_top(t)  # R-TURN-3
         if drawn is not None:
             hand += (drawn,)
@@ -297,7 +297,7 @@ def _apply_swap(state: GameState, seat: int) -> tuple[GameState, list[Event]]:
 
 
 def _apply_draw(state: GameState, seat: int) -> tuple[GameState, list[Event]]:
-    if state.rules.draw != "manual":
+    if state.rules.draw != MANUAL:
         raise IllegalActionError("R-TURN-3", "draw_is_automatic", "cards are drawn as part of each play")
     if seat not in state.owed_draws:
         raise IllegalActionError("R-DRAW-1", "no_draw_owed", "this player owes no draw")
@@ -314,7 +314,7 @@ def _apply_draw(state: GameState, seat: int) -> tuple[GameState, list[Event]]:
 def _end_turn(t: Table, seat: int, obligate: bool) -> None:
     """Pass the turn on from ``seat``; ``obligate`` puts the next player under a Play 2."""
     t.new_turn()
-    if t.rules.scoring == "points" and active_count(t.players) == 1:
+    if t.rules.scoring == POINTS and active_count(t.players) == 1:
         points_round_over(t)  # R-PTS-3: one player left in the round
     else:
         nxt = next_active(t, seat)
@@ -340,14 +340,14 @@ def enter_turn(t: Table) -> None:
 
 def _no_action(t: Table, seat: int) -> None:
     scoring = t.rules.scoring
-    if scoring == "tokens":
+    if scoring == TOKENS:
         token_round_over(t, seat)
         return
     p = t.players[seat]
     # R-P2-5: whoever is eliminated under a Play 2 takes the obligation out with them.
     t.new_turn()
     t.owed_draws = tuple(i for i in t.owed_draws if i != seat)
-    if scoring == "points":
+    if scoring == POINTS:
         t.players[seat] = structs.replace(p, status=OUT_OF_ROUND)
         t.events.append({"type": "out_of_round", "player": p.id, "reason": "no_playable_card"})  # R-PTS-2
         if active_count(t.players) == 1:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Final
 
 import msgspec
@@ -31,12 +32,47 @@ def _bool(name: str, value: Any) -> Any:
     return value
 
 
-def _one_of(*choices: str) -> Callable[[str, Any], Any]:
+class Draw(StrEnum):
+    """How cards are drawn (R-DRAW-1)."""
+
+    AUTO = "auto"
+    MANUAL = "manual"
+
+
+class Scoring(StrEnum):
+    """How a game is scored (R-SCORE-ELIM, R-SCORE-TOK, R-SCORE-PTS)."""
+
+    ELIMINATION = "elimination"
+    TOKENS = "tokens"
+    POINTS = "points"
+
+
+class End(StrEnum):
+    """When a points game ends (R-PTS-4, R-PTS-5)."""
+
+    LAST_STANDING = "last_standing"
+    LOWEST_SCORE = "lowest_score"
+
+
+# The modes as module names: the hot path compares against these (a class attribute
+# lookup of an enum member is slower than a global's).
+AUTO, MANUAL = Draw.AUTO, Draw.MANUAL
+ELIMINATION, TOKENS, POINTS = Scoring.ELIMINATION, Scoring.TOKENS, Scoring.POINTS
+LAST_STANDING, LOWEST_SCORE = End.LAST_STANDING, End.LOWEST_SCORE
+
+
+def _one_of(kind: type[StrEnum]) -> Callable[[str, Any], Any]:
+    choices = {member.value: member for member in kind}
+
     def check(name: str, value: Any) -> Any:
-        if value not in choices or type(value) is not str:
+        if type(value) is not str or value not in choices:
             raise InvalidInputError(f"must be one of {', '.join(map(repr, choices))}", f"rules.{name}")
-        return value
+        return choices[value]
     return check
+
+
+def _enum_schema(kind: type[StrEnum]) -> dict[str, Any]:
+    return {"enum": [member.value for member in kind]}
 
 
 def _floor(name: str, value: Any) -> Any:
@@ -101,15 +137,15 @@ OPTIONS: Final = (
     Option("ono99_on_zero", "R-99-3",
            "an ono99 may be played when the total ends in zero", _bool, _BOOL),
     Option("draw", "R-DRAW-1", "'auto': the draw is part of a play; 'manual': a separate action",
-           _one_of("auto", "manual"), {"enum": ["auto", "manual"]}),
+           _one_of(Draw), _enum_schema(Draw)),
     Option("scoring", "R-SCORE-ELIM", "'elimination', 'tokens' or 'points'",
-           _one_of("elimination", "tokens", "points"), {"enum": ["elimination", "tokens", "points"]}),
+           _one_of(Scoring), _enum_schema(Scoring)),
     Option("tokens", "R-SCORE-TOK", "tokens each player starts with (tokens scoring)", _int_in(1, 99),
            {"type": "integer", "minimum": 1, "maximum": 99}),
     Option("target", "R-PTS-4", "score that ends a player's game or the game (points scoring)", _int_in(1, 100_000),
            {"type": "integer", "minimum": 1, "maximum": 100_000}),
     Option("end", "R-PTS-5", "points scoring: 'last_standing' or 'lowest_score'",
-           _one_of("last_standing", "lowest_score"), {"enum": ["last_standing", "lowest_score"]}),
+           _one_of(End), _enum_schema(End)),
 )
 OPTION_NAMES: Final = tuple(o.name for o in OPTIONS)
 _OPTIONS_BY_NAME: Final = {o.name: o for o in OPTIONS}
@@ -143,11 +179,11 @@ class Rules:
     ono99_swap: bool
     ono99_swap_ends_turn: bool
     ono99_on_zero: bool
-    draw: str
-    scoring: str
+    draw: Draw
+    scoring: Scoring
     tokens: int
     target: int
-    end: str
+    end: End
 
     @property
     def deck_counts(self) -> dict[str, int]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from msgspec import structs
 
 from .cards import HAND_POINTS, deck_cards
+from .rules import LAST_STANDING
 from .shuffle import shuffled
 from .state import ACTIVE, OUT, Player
 from .table import Table, draw_card, end_game
@@ -62,7 +63,7 @@ def points_round_over(t: Table) -> None:
         scores[p.id] = p.score + gained
     t.events.append({"type": "round_over", "round": t.round, "points": points, "scores": scores})
     reached = [i for i in seats if t.players[i].score >= rules.target]
-    if rules.end == "last_standing":
+    if rules.end == LAST_STANDING:
         # R-PTS-4: who reaches the target leaves the game; the last one left wins.
         for i in reached:
             t.players[i] = structs.replace(t.players[i], status=OUT)

@@ -19,8 +19,9 @@ def shuffled(cards: Iterable[str], seed: Seed, number: int) -> tuple[str, ...]:
     """``cards`` in the order of the game's ``number``-th shuffle.
 
     Each card gets a random key and the cards are sorted by key: a uniform permutation,
-    with one C call per card instead of ``random.shuffle``'s Python loop. ``repr`` keeps the integer seed 7 and the string seed "7" apart; a string
-    seeds Python's Mersenne Twister through SHA-512, the same on every platform.
+    with one C call per card instead of ``random.shuffle``'s Python loop. ``repr``
+    keeps the integer seed 7 and the string seed "7" apart; a string seeds Python's
+    Mersenne Twister through SHA-512, the same on every platform.
     """
     cards = tuple(cards)
     if len(cards) < 2:

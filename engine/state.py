@@ -16,14 +16,26 @@ from .rules import Rules
 
 Seed = int | str
 
-# Player status values (API.md): in the game and in the round; out of the game;
-# out of this round only (points scoring, R-PTS-1/R-PTS-2).
-ACTIVE = "active"
-OUT = "out"
-OUT_OF_ROUND = "out_of_round"
+class PlayerStatus(StrEnum):
+    """A player's status (API.md): in the game and in the round; out of the game; out of
+    this round only (points scoring, R-PTS-1/R-PTS-2)."""
 
-PLAYING = "playing"
-OVER = "over"
+    ACTIVE = "active"
+    OUT = "out"
+    OUT_OF_ROUND = "out_of_round"
+
+
+class GameStatus(StrEnum):
+    """A game's status."""
+
+    PLAYING = "playing"
+    OVER = "over"
+
+
+# As module names: the hot path compares against these (faster than an enum member's
+# class attribute lookup).
+ACTIVE, OUT, OUT_OF_ROUND = PlayerStatus.ACTIVE, PlayerStatus.OUT, PlayerStatus.OUT_OF_ROUND
+PLAYING, OVER = GameStatus.PLAYING, GameStatus.OVER
 
 
 class Player(Struct, frozen=True, gc=False):
@@ -31,7 +43,7 @@ class Player(Struct, frozen=True, gc=False):
 
     id: str
     hand: tuple[str, ...]
-    status: str = ACTIVE
+    status: PlayerStatus = ACTIVE
     tokens: int = 0
     score: int = 0
     busted: bool = False  # reached the limit this round (R-PTS-1, 25 points in R-PTS-3)
@@ -59,7 +71,7 @@ class GameState(Struct, frozen=True, gc=False):
     current: int | None  # seat to act; None once the game is over
     play2: Play2 | None
     round: int
-    status: str
+    status: GameStatus
     winners: tuple[int, ...]
     seed: Seed
     shuffles: int  # shuffles done so far: the next one is seeded by (seed, shuffles)

@@ -12,7 +12,7 @@ from msgspec import structs
 
 from .rules import Rules
 from .shuffle import shuffled
-from .state import ACTIVE, OVER, GameState, Play2, Player, Seed
+from .state import ACTIVE, OVER, GameState, GameStatus, Play2, Player, Seed
 
 Event = dict[str, Any]
 
@@ -32,7 +32,7 @@ class Table:
     current: int | None
     play2: Play2 | None
     round: int
-    status: str
+    status: GameStatus
     winners: tuple[int, ...]
     seed: Seed
     shuffles: int

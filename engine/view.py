@@ -18,7 +18,7 @@ from .codec import Card, Play2Doc, PlayerId, TurnDoc
 from .errors import InvalidInputError
 from .game import legal_actions
 from .rules import rules_to_dict
-from .state import OUT, GameState
+from .state import OUT, GameState, GameStatus, PlayerStatus
 from .table import Event
 
 
@@ -28,7 +28,7 @@ class ViewPlayerDoc(Struct):
     id: PlayerId
     hand: list[Card] | None
     hand_count: int
-    status: Literal["active", "out", "out_of_round"]
+    status: PlayerStatus
     tokens: int
     score: int
     busted: bool
@@ -47,7 +47,7 @@ class ViewDoc(Struct):
     current: PlayerId | None
     play2: Play2Doc | None
     round: int
-    status: Literal["playing", "over"]
+    status: GameStatus
     winners: list[PlayerId]
     round_starter: PlayerId
     owed_draws: list[PlayerId]
@@ -86,7 +86,7 @@ def view_doc(state: GameState, viewer: str | None = None) -> ViewDoc:
         viewer=viewer,
         rules=rules_to_dict(state.rules),
         players=[ViewPlayerDoc(p.id, list(p.hand) if hand_visible(state, i, me) else None,  # type: ignore[arg-type]
-                               len(p.hand), p.status, p.tokens, p.score, p.busted)  # type: ignore[arg-type]
+                               len(p.hand), p.status, p.tokens, p.score, p.busted)
                  for i, p in enumerate(players)],
         draw_pile_count=len(state.draw_pile),
         discard_pile=list(state.discard_pile),  # type: ignore[arg-type]
@@ -95,7 +95,7 @@ def view_doc(state: GameState, viewer: str | None = None) -> ViewDoc:
         current=None if state.current is None else players[state.current].id,
         play2=None if play2 is None else Play2Doc(players[play2.player].id, play2.cards_left),  # type: ignore[arg-type]
         round=state.round,
-        status=state.status,  # type: ignore[arg-type]
+        status=state.status,
         winners=[players[i].id for i in state.winners],
         round_starter=players[state.round_starter].id,
         owed_draws=[players[i].id for i in state.owed_draws],

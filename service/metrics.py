@@ -21,6 +21,8 @@ from prometheus_client import (
     multiprocess,
 )
 
+from engine.state import GameStatus
+
 REQUESTS = Counter("ono99_requests_total", "Requests answered", ["transport", "route", "status"])
 LATENCY = Histogram("ono99_request_duration_seconds", "Time to answer a request", ["transport", "route"],
                     buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5))
@@ -42,7 +44,7 @@ def count_applied(mode: str, state: Any) -> None:
     """Count an action applied (``mode``: stateless, session, bot, timer) that led to
     ``state``, and the game it finished, if it did."""
     count_action(mode, "applied")
-    if state.status == "over":
+    if state.status == GameStatus.OVER:
         GAMES_FINISHED.labels(state.rules.edition).inc()
 
 

@@ -22,6 +22,7 @@ import msgspec
 
 from engine import Event, GameState
 from engine.bots import BotSettings
+from engine.state import GameStatus
 
 from .errors import ServiceError
 
@@ -76,7 +77,7 @@ def parse_timer(options: dict[str, Any], bot_settings: Callable[[Any, str], BotS
 
 def to_act(state: GameState) -> str | None:
     """The player the turn timer waits for: the player to act (None once over)."""
-    if state.status != "playing" or state.current is None:
+    if state.status != GameStatus.PLAYING or state.current is None:
         return None
     return state.players[state.current].id
 

@@ -18,6 +18,7 @@ import engine
 from engine import Event, GameState
 from engine.bots import BotSettings, cautious
 from engine.leaving import forfeit
+from engine.state import GameStatus
 
 from . import metrics
 from .bots import Bots, bots_due, keeps_a_person
@@ -135,7 +136,7 @@ class Turns:
         bots: dict[str, BotSettings] | None = None
         escalated = {**session.bots, player: timer.bot}  # a bot plays the seat until its person is back
         if (timer.timeouts_to_bot and timeouts[player] >= timer.timeouts_to_bot and timer.on_timeout != "forfeit"
-                and after.status == "playing" and keeps_a_person(session.people(), escalated)):
+                and after.status == GameStatus.PLAYING and keeps_a_person(session.people(), escalated)):
             bots = escalated
             events.append({"type": "seat_changed", "player": player, "bot": timer.bot.kind, "reason": "timeouts"})
         change = self.write(session, state, after, [[timed_out], events], renew=False, bots=bots,

@@ -29,7 +29,8 @@ import time
 from collections.abc import Callable
 
 from ..game import apply, legal_actions
-from ..state import ACTIVE, DRAW, OVER, Action, GameState
+from ..rules import POINTS, TOKENS
+from ..state import ACTIVE, DRAW, OUT, OVER, Action, GameState
 from .heuristic import heuristic_action
 from .seat import Seat
 
@@ -77,11 +78,11 @@ def _result(state: GameState, start_round: int) -> list[float]:
         best = list(state.winners)
     else:
         rules = state.rules
-        standing = [i for i, p in enumerate(state.players) if p.status != "out"]
-        if rules.scoring == "points":
+        standing = [i for i, p in enumerate(state.players) if p.status != OUT]
+        if rules.scoring == POINTS:
             low = min(state.players[i].score for i in standing)
             best = [i for i in standing if state.players[i].score == low]
-        elif rules.scoring == "tokens":
+        elif rules.scoring == TOKENS:
             high = max(state.players[i].tokens for i in standing)
             best = [i for i in standing if state.players[i].tokens == high]
         else:
