@@ -19,12 +19,12 @@ from .store import SessionStore
 class Limits:
     """Rate limits kept in Redis, so they hold across replicas (0: no limit)."""
 
-    creates_per_minute: float = 600
-    creates_burst: int = 60
-    actions_per_second: float = 10
-    actions_burst: int = 20
-    suggests_per_second: float = 5
-    suggests_burst: int = 10
+    creates_per_minute: float
+    creates_burst: int
+    actions_per_second: float
+    actions_burst: int
+    suggests_per_second: float
+    suggests_burst: int
 
 
 @dataclass(frozen=True)

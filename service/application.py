@@ -28,7 +28,7 @@ from .seats import SeatOperations
 from .sessions import Again, Decision, Sessions, digest, is_session_id
 from .signing import StateSigner
 from .store import FIRST_VERSION, Conflict, Session, SessionStore
-from .timers import TURN_SECONDS_RANGE, now_ms, parse_timer, to_act, turn_started
+from .timers import now_ms, parse_timer, to_act, turn_started
 from .turns import Turns
 
 log = logging.getLogger("ono99.app")
@@ -48,36 +48,30 @@ class Application:
     """Stateless games and Redis-backed sessions over the engine: the one place that
     assembles signer, session store, keys, limits, bots and timers."""
 
-    def __init__(self, signer: StateSigner, store: SessionStore | None, service_key: str | None,
-                 session_ttl: int, api_keys: tuple[str, ...] = (), limits: Limits | None = None,
-                 session_ttl_max: int = SESSION_TTL_RANGE[1], bots: Bots | None = None,
-                 bot_moves_per_call: int = 12, turn_seconds_range: tuple[int, int] = TURN_SECONDS_RANGE) -> None:
-        self.signer = signer
+    def __init__(self, settings: Settings, store: SessionStore | None, think: Think[Any] = think_here) -> None:
+        """The application for ``settings`` over ``store`` (None: sessions off). ``think``
+        runs the bots' CPU-bound work (see :class:`service.bots.Bots`)."""
+        self.signer = StateSigner(settings.state_secret)
         self.store = store
-        self.sessions = Sessions(store, service_key)
-        self.bots = bots or Bots(BotLimits())
-        self.turns = Turns(self.sessions, self.bots, bot_moves_per_call)
-        self.turn_seconds_range = turn_seconds_range
-        self.session_ttl = session_ttl
+        self.sessions = Sessions(store, settings.service_key)
+        self.bots = Bots(settings.pick(BotLimits, prefix="bot_"), think)
+        self.turns = Turns(self.sessions, self.bots, settings.bot_moves_per_call)
+        self.turn_seconds_range = (settings.turn_seconds_min, settings.turn_seconds_max)
+        self.session_ttl = settings.session_ttl
         # The longest time to live a caller may ask for: under memory pressure Redis evicts
         # the keys closest to expiring first (volatile-ttl), so sessions made to outlive
         # the ones in play would push those out.
-        self.ttl_range = (SESSION_TTL_RANGE[0], min(SESSION_TTL_RANGE[1], max(session_ttl, session_ttl_max)))
-        self.admission = Admission(limits or Limits(), tuple(digest(key) for key in api_keys),
+        self.ttl_range = (SESSION_TTL_RANGE[0],
+                          min(SESSION_TTL_RANGE[1], max(settings.session_ttl, settings.session_ttl_max)))
+        api_keys = tuple(k.strip() for k in (settings.api_keys or "").split(",") if k.strip())
+        self.admission = Admission(settings.pick(Limits), tuple(digest(key) for key in api_keys),
                                    self.sessions.service_key_hash)
         self.seats = SeatOperations(self.sessions, self.bots, self.turns, self.admission)
 
     @classmethod
     def from_settings(cls, settings: Settings, think: Think[Any] = think_here) -> Application:
-        """The application for ``settings``: signer, session store, keys and limits.
-        ``think`` runs the bots' CPU-bound work (see :class:`service.bots.Bots`)."""
-        limits = Limits(settings.creates_per_minute, settings.creates_burst, settings.actions_per_second,
-                        settings.actions_burst, settings.suggests_per_second, settings.suggests_burst)
-        api_keys = tuple(k.strip() for k in (settings.api_keys or "").split(",") if k.strip())
-        bots = Bots(BotLimits(settings.bot_max_simulations, settings.bot_max_budget_ms), think)
-        return cls(StateSigner(settings.state_secret), settings.session_store(), settings.service_key,
-                   settings.session_ttl, api_keys, limits, settings.session_ttl_max, bots,
-                   settings.bot_moves_per_call, (settings.turn_seconds_min, settings.turn_seconds_max))
+        """The application for ``settings``, with the session store they name."""
+        return cls(settings, settings.session_store(), think)
 
     def ready(self) -> bool:
         """Whether every part answers: the session store, when sessions are on."""

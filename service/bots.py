@@ -34,8 +34,8 @@ def think_here(work: Callable[[], T]) -> T:
 class BotLimits:
     """The most an ismcts bot may be asked for: iterations a move, milliseconds a move."""
 
-    max_simulations: int = 2_000
-    max_budget_ms: int = 1_000
+    max_simulations: int
+    max_budget_ms: int
 
 
 class Bots:

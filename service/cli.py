@@ -23,19 +23,25 @@ from pathlib import Path
 from typing import Any
 
 from . import logs
-from .config import Settings
+from .config import Settings, env_name
 
 log = logging.getLogger("ono99")
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--host", help="address to listen on (ONO99_HOST, default 127.0.0.1)")
-    parser.add_argument("--http-port", type=int, help="HTTP port (ONO99_HTTP_PORT, default 8080)")
-    parser.add_argument("--grpc-port", type=int, help="gRPC port (ONO99_GRPC_PORT, default 50051)")
-    parser.add_argument("--workers", type=int, help="gunicorn worker processes (ONO99_WORKERS, default 2)")
-    parser.add_argument("--redis-url", help="Redis for sessions (REDIS_URL)")
+    parser.add_argument("--host", help=_about("host", "address to listen on"))
+    parser.add_argument("--http-port", type=int, help=_about("http_port", "HTTP port"))
+    parser.add_argument("--grpc-port", type=int, help=_about("grpc_port", "gRPC port"))
+    parser.add_argument("--workers", type=int, help=_about("workers", "gunicorn worker processes"))
+    parser.add_argument("--redis-url", help=_about("redis_url", "Redis for sessions"))
     parser.add_argument("--no-sessions", action="store_true", help="stateless endpoints only")
-    parser.add_argument("--log-level", help="debug, info, warning, error (ONO99_LOG_LEVEL, default info)")
+    parser.add_argument("--log-level", help=_about("log_level", "debug, info, warning, error"))
+
+
+def _about(setting: str, what: str) -> str:
+    """A flag's help: what it sets, its environment variable and its default (Settings)."""
+    default = getattr(Settings, setting)
+    return f"{what} ({env_name(setting)}" + (f", default {default})" if default is not None else ")")
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -238,12 +244,17 @@ def _embedded_redis(args: argparse.Namespace, settings: Settings, children: Chil
 
 
 def _child_env(settings: Settings) -> dict[str, str]:
-    """The environment of the gRPC process: serve's own, with its resolved settings."""
-    return {**os.environ, "REDIS_URL": settings.redis_url or "", "REDIS_SENTINELS": settings.redis_sentinels or "",
-            "REDIS_SENTINEL_MASTER": settings.redis_sentinel_master, "ONO99_HOST": settings.host,
-            "ONO99_GRPC_PORT": str(settings.grpc_port), "ONO99_METRICS_PORT": str(settings.metrics_port),
-            "ONO99_LOG_LEVEL": settings.log_level, "ONO99_SESSIONS": "true" if settings.sessions else "false",
-            "ONO99_REDIS_WAIT_AOF": "true" if settings.redis_wait_aof else "false"}
+    """The environment of serve's other processes: serve's own, with the settings it
+    resolved (flags, the embedded Redis) written back as their variables."""
+    resolved = ("redis_url", "redis_sentinels", "redis_sentinel_master", "host", "grpc_port", "metrics_port",
+                "log_level", "sessions", "redis_wait_aof")
+    return {**os.environ, **{env_name(name): _as_env(getattr(settings, name)) for name in resolved}}
+
+
+def _as_env(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "" if value is None else str(value)
 
 
 def _needs_redis(name: str, settings: Settings) -> None:
@@ -330,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
     p_serve.add_argument("--redis-data", help="directory where the embedded Redis keeps its data "
                                               "(default: in memory only)")
     p_serve.add_argument("--metrics-port", type=int,
-                         help="Prometheus metrics of the gRPC process (ONO99_METRICS_PORT, default 9464; 0: off)")
+                         help=_about("metrics_port", "Prometheus metrics of the gRPC process; 0: off"))
     p_serve.add_argument("--no-timers", action="store_true",
                          help="no timekeeper in this serve (ONO99_TIMERS=false): timed sessions then need "
                               "an ono99 timers elsewhere")
@@ -341,12 +352,12 @@ def main(argv: list[str] | None = None) -> int:
     p_grpc = sub.add_parser("grpc", help="run the gRPC API alone")
     _common(p_grpc)
     p_grpc.add_argument("--metrics-port", type=int,
-                        help="Prometheus metrics of the gRPC process (ONO99_METRICS_PORT, default 9464; 0: off)")
+                        help=_about("metrics_port", "Prometheus metrics of the gRPC process; 0: off"))
     p_grpc.set_defaults(func=grpc)
     p_timers = sub.add_parser("timers", help="run a timekeeper: forced moves of timed sessions")
     _common(p_timers)
     p_timers.add_argument("--metrics-port", type=int,
-                          help="Prometheus metrics of the timekeeper (ONO99_METRICS_PORT, default 9464; 0: off)")
+                          help=_about("metrics_port", "Prometheus metrics of the timekeeper; 0: off"))
     p_timers.set_defaults(func=timers)
     p_check = sub.add_parser("check", help="health check of a running server (for containers)")
     p_check.add_argument("target", help="http://host:port/readyz or grpc://host:port")

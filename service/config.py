@@ -1,24 +1,28 @@
-"""Settings: flags override environment variables, which override the defaults."""
+"""Settings: flags override environment variables, which override the defaults.
+
+Each setting is declared once, as a field of :class:`Settings`: its default is the
+field's, its type the field's annotation, and its environment variable ``ONO99_`` and
+the name in capitals (:func:`env_name`), unless the field names another (``env``
+metadata: the Redis connection's, as Redis clients name them).
+"""
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, fields
-from typing import Any, ClassVar
+import typing
+from dataclasses import dataclass, field, fields
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
-def _env(name: str, default: Any, kind: type = str) -> Any:
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
-        return default
-    if kind is bool:
-        return raw.lower() in ("1", "true", "yes", "on")
-    return kind(raw)
+def _env_named(name: str) -> Any:
+    return field(default=None, metadata={"env": name})
 
 
 @dataclass
 class Settings:
-    """Everything the service can be told. ``ENV`` names each field's variable."""
+    """Everything the service can be told (README, "Configuration")."""
 
     host: str = "127.0.0.1"
     http_port: int = 8080
@@ -35,15 +39,15 @@ class Settings:
     grpc_streams_per_peer: int = 100
     grpc_state_cache_bytes: int = 16 * 1024 * 1024
     metrics_port: int = 9464
-    redis_url: str | None = None
+    redis_url: str | None = _env_named("REDIS_URL")
     redis_timeout: float = 0.5
     redis_connections: int = 100
     redis_breaker_failures: int = 3
     redis_breaker_reset: float = 2.0
     redis_wait_aof: bool = False
-    redis_sentinels: str | None = None
-    redis_sentinel_master: str = "mymaster"
-    redis_cluster: bool = False
+    redis_sentinels: str | None = _env_named("REDIS_SENTINELS")
+    redis_sentinel_master: str = field(default="mymaster", metadata={"env": "REDIS_SENTINEL_MASTER"})
+    redis_cluster: bool = field(default=False, metadata={"env": "REDIS_CLUSTER"})
     sessions: bool = True
     session_ttl: int = 86_400
     session_ttl_max: int = 86_400
@@ -70,36 +74,10 @@ class Settings:
     timer_threads: int = 4
     log_level: str = "info"
 
-    ENV: ClassVar[dict[str, str]] = {
-        "host": "ONO99_HOST", "http_port": "ONO99_HTTP_PORT", "grpc_port": "ONO99_GRPC_PORT",
-        "workers": "ONO99_WORKERS", "http_connections": "ONO99_HTTP_CONNECTIONS",
-        "http_connections_per_peer": "ONO99_HTTP_CONNECTIONS_PER_PEER",
-        "http_header_timeout": "ONO99_HTTP_HEADER_TIMEOUT", "http_read_timeout": "ONO99_HTTP_READ_TIMEOUT",
-        "grpc_threads": "ONO99_GRPC_THREADS",
-        "grpc_max_connection_age": "ONO99_GRPC_MAX_CONNECTION_AGE",
-        "grpc_max_connection_age_grace": "ONO99_GRPC_MAX_CONNECTION_AGE_GRACE",
-        "grpc_streams": "ONO99_GRPC_STREAMS", "grpc_streams_per_peer": "ONO99_GRPC_STREAMS_PER_PEER",
-        "grpc_state_cache_bytes": "ONO99_GRPC_STATE_CACHE_BYTES", "metrics_port": "ONO99_METRICS_PORT",
-        "redis_url": "REDIS_URL", "redis_timeout": "ONO99_REDIS_TIMEOUT",
-        "redis_connections": "ONO99_REDIS_CONNECTIONS",
-        "redis_breaker_failures": "ONO99_REDIS_BREAKER_FAILURES", "redis_breaker_reset": "ONO99_REDIS_BREAKER_RESET",
-        "redis_wait_aof": "ONO99_REDIS_WAIT_AOF",
-        "redis_sentinels": "REDIS_SENTINELS", "redis_sentinel_master": "REDIS_SENTINEL_MASTER",
-        "redis_cluster": "REDIS_CLUSTER",
-        "sessions": "ONO99_SESSIONS", "session_ttl": "ONO99_SESSION_TTL", "session_ttl_max": "ONO99_SESSION_TTL_MAX",
-        "state_secret": "ONO99_STATE_SECRET", "service_key": "ONO99_SERVICE_KEY",
-        "api_keys": "ONO99_API_KEYS", "creates_per_minute": "ONO99_CREATES_PER_MINUTE",
-        "creates_burst": "ONO99_CREATES_BURST", "actions_per_second": "ONO99_ACTIONS_PER_SECOND",
-        "actions_burst": "ONO99_ACTIONS_BURST",
-        "max_body_bytes": "ONO99_MAX_BODY_BYTES", "log_level": "ONO99_LOG_LEVEL",
-        "bot_max_simulations": "ONO99_BOT_MAX_SIMULATIONS", "bot_max_budget_ms": "ONO99_BOT_MAX_BUDGET_MS",
-        "bot_moves_per_call": "ONO99_BOT_MOVES_PER_CALL", "bot_threads": "ONO99_BOT_THREADS",
-        "suggests_per_second": "ONO99_SUGGESTS_PER_SECOND", "suggests_burst": "ONO99_SUGGESTS_BURST",
-        "turn_seconds_min": "ONO99_TURN_SECONDS_MIN", "turn_seconds_max": "ONO99_TURN_SECONDS_MAX",
-        "timers": "ONO99_TIMERS", "events_wait_max": "ONO99_EVENTS_WAIT_MAX",
-        "http_waiters": "ONO99_HTTP_WAITERS", "timer_interval": "ONO99_TIMER_INTERVAL",
-        "timer_threads": "ONO99_TIMER_THREADS",
-    }
+    def pick(self, kind: type[T], prefix: str = "") -> T:
+        """A ``kind`` (a dataclass of settings, such as ``Limits``) built by keyword from
+        the settings of the same names (with ``prefix``: ``bot_`` + ``max_budget_ms``)."""
+        return kind(**{f.name: getattr(self, prefix + f.name) for f in fields(kind)})  # type: ignore[arg-type]
 
     @property
     def redis_configured(self) -> bool:
@@ -129,10 +107,26 @@ class Settings:
     @classmethod
     def from_env(cls, **overrides: Any) -> Settings:
         """Settings from the environment, then ``overrides`` (None means: not given)."""
+        hints = typing.get_type_hints(cls)
         values: dict[str, Any] = {}
         for f in fields(cls):
-            default = f.default
-            kind = {"int": int, "float": float, "bool": bool}.get(str(f.type).split(" ")[0], str)
-            values[f.name] = _env(cls.ENV[f.name], default, kind)
+            raw = os.environ.get(env_name(f.name))
+            if raw:
+                values[f.name] = _parse(raw, hints[f.name])
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
+
+
+def env_name(setting: str) -> str:
+    """The environment variable of a setting."""
+    declared = next(f for f in fields(Settings) if f.name == setting)
+    return declared.metadata.get("env") or f"ONO99_{setting.upper()}"
+
+
+def _parse(raw: str, kind: Any) -> Any:
+    """An environment variable's text as the setting's type (``X | None``: as X)."""
+    options = [k for k in typing.get_args(kind) if k is not type(None)] or [kind]
+    kind = options[0]
+    if kind is bool:
+        return raw.lower() in ("1", "true", "yes", "on")
+    return kind(raw)

@@ -28,7 +28,6 @@ from .errors import ServiceError
 
 OnTimeout = Literal["bot", "draw", "forfeit"]
 ON_TIMEOUT: tuple[str, ...] = get_args(OnTimeout)
-TURN_SECONDS_RANGE = (1, 86_400)
 INFLIGHT_GRACE_MS = 2_000  # how long past its deadline an action in flight holds the timer at most
 
 
