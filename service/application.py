@@ -10,6 +10,7 @@ import dataclasses
 import functools
 import logging
 import secrets
+from collections.abc import Hashable
 from typing import Any
 
 import msgspec
@@ -286,38 +287,19 @@ class Application:
 
     def session_events(self, session_id: str, token: str | None, after: int,
                        after_field: str = "after") -> list[Event]:
-        """The session's events after version ``after``, each with its ``version``, as the
-        caller may see them, at most EVENTS_PAGE versions of them (a read: it renews the
-        session's time to live). ``after_field``
-        names ``after`` as the transport takes it, for errors."""
-        viewer = self.open_watch(session_id, token, after, after_field)
-        found = self.events_for(session_id, viewer, after)
-        if found is None:
-            raise ServiceError("not_found", f"no session {session_id!r} (unknown or expired)")
-        return found.events
+        """The session's events after version ``after`` as the caller may see them, one
+        page of them (see :meth:`events`)."""
+        return self.events(session_id, token, after, after_field).read().events
 
-    def open_watch(self, session_id: str, token: str | None, after: int = 0,
-                   after_field: str = "after") -> str | None:
-        """Who may watch the session's events after ``after``: the token's player (None:
-        the service key). Opening a watch is a read: it renews the session's time to live."""
+    def events(self, session_id: str, token: str | None, after: int = 0,
+               after_field: str = "after") -> EventCursor:
+        """The caller's events after version ``after``, read page by page: every reader
+        of a session's log (a read, a long poll, a stream) goes through one. Opening it
+        authenticates the token and is a read: it renews the session's time to live.
+        ``after_field`` names ``after`` as the transport takes it, for errors."""
         _check_after(after, after_field)
-        return self.sessions.read_as(session_id, token)[1]
-
-    def events_for(self, session_id: str, viewer: str | None, after: int, shared: Any = None) -> EventsRead | None:
-        """A reader's next page (see :meth:`open_watch`): the events after ``after`` as
-        ``viewer`` may see them, at most EVENTS_PAGE versions of them, or None once the
-        session is gone. Readers woken together pass the same ``shared`` (the wake-up they
-        answer) and share one read of the log."""
-        batches = self.sessions.store.events(session_id, after, EVENTS_PAGE, shared)
-        if batches is None:
-            return None
-        out: list[Event] = []
-        first = max(after, 0) + 1
-        for offset, batch in enumerate(batches):
-            for event in _decode_events.decode(batch):
-                shown = event if viewer is None else engine.redact_event(event, viewer)
-                out.append({**shown, "version": first + offset})
-        return EventsRead(out, max(after, 0) + len(batches), len(batches) == EVENTS_PAGE)
+        viewer = self.sessions.read_as(session_id, token)[1]
+        return EventCursor(self.sessions, session_id, viewer, after)
 
     def delete_session(self, session_id: str, token: str | None) -> None:
         """End a session (any seat of it, or the service key)."""
@@ -325,6 +307,34 @@ class Application:
         self.sessions.authenticate(session, token)
         self.sessions.store.delete(session_id)
         log.info("session deleted", extra={"session_id": session_id})
+
+
+class EventCursor:
+    """One reader's place in a session's event log: each :meth:`read` returns the events
+    after the last version read, as ``viewer`` (None: the service key) may see them, at
+    most EVENTS_PAGE versions of them, and moves on past them."""
+
+    def __init__(self, sessions: Sessions, session_id: str, viewer: str | None, after: int) -> None:
+        self.sessions = sessions
+        self.session_id = session_id
+        self.viewer = viewer
+        self.after = after
+
+    def read(self, shared: Hashable | None = None) -> EventsRead:
+        """The next page (``not_found`` once the session is deleted or expired). Readers
+        woken together pass the same ``shared`` (the wake-up they answer) and share one
+        read of the log (store.SharedReads)."""
+        after = self.after
+        batches = self.sessions.store.events(self.session_id, after, EVENTS_PAGE, shared)
+        if batches is None:
+            raise ServiceError("not_found", f"no session {self.session_id!r} (deleted or expired)")
+        out: list[Event] = []
+        for offset, batch in enumerate(batches, start=after + 1):
+            for event in _decode_events.decode(batch):
+                shown = event if self.viewer is None else engine.redact_event(event, self.viewer)
+                out.append({**shown, "version": offset})
+        self.after = after + len(batches)
+        return EventsRead(out, self.after, len(batches) == EVENTS_PAGE)
 
 
 def _apply_counted(mode: str, state: GameState, action: Any) -> tuple[GameState, list[Event]]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 from collections.abc import AsyncIterator
 from typing import TypeVar
 
@@ -152,21 +151,15 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
         except ServiceError as error:
             await abort(context, error)
         try:
-            session_id, after = request.session_id, request.after_version
-            viewer = await self.calls.answer(context, lambda: self.app.open_watch(
-                session_id, SEAT_TOKEN.get(), after, after_field="after_version"))
+            session_id, token = request.session_id, SEAT_TOKEN.get()
+            cursor = await self.calls.answer(context, lambda: self.app.events(
+                session_id, token, request.after_version, after_field="after_version"))
             async with self.live.watch(session_id) as changed:  # type: ignore[union-attr]
                 while True:
                     changed.clear()
-                    read = functools.partial(self.app.events_for, session_id, viewer, after)
-                    found = await self.calls.answer(context, read)
-                    if found is None:
-                        await abort(context, ServiceError("not_found",
-                                                          f"no session {session_id!r} (deleted or expired)"))
-                        return
+                    found = await self.calls.answer(context, cursor.read)
                     for event in found.events:
                         yield convert.event_message(event)
-                    after = found.last
                     if found.more:
                         changed.set()  # a full page: read the next one at once
                     with contextlib.suppress(TimeoutError):

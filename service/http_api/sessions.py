@@ -182,17 +182,14 @@ class Events(MethodView):
         at least one such event or the time is up (long polling)."""
         app, after = app_layer(), query["after"]
         wait = min(query["wait"], current_app.extensions["ono99.settings"].events_wait_max)
+        cursor = app.events(session_id, _token(), after)
         if wait <= 0:
-            return json_response({"events": app.session_events(session_id, _token(), after)})
-        viewer = app.open_watch(session_id, _token(), after)
+            return json_response({"events": cursor.read().events})
         waiters = current_app.extensions["ono99.waiters"]
 
         def read() -> list[Any]:
             # The waiters a message wakes share one read of the log (a wake-up of hundreds).
-            found = app.events_for(session_id, viewer, after, shared=waiters.wakes(session_id))
-            if found is None:
-                raise ServiceError("not_found", f"no session {session_id!r} (deleted or expired)")
-            return found.events
+            return cursor.read(shared=waiters.wakes(session_id)).events
 
         with waiters.waiting(session_id) as changed:
             return json_response({"events": wait_for_events(read, changed, wait)})
