@@ -20,7 +20,7 @@ class Table:
     """Mutable working copy of a :class:`GameState`, plus the events it has caused."""
 
     # The state's fields, and the events. __init__ and freeze name each field once more
-    # (a loop over the field names is slower on every step), and tests/test_table.py
+    # (a loop over the field names is slower on every step), and tests/test_state_fields.py
     # fails when they and GameState part ways.
     __slots__ = (*GameState.__struct_fields__, "events")
 
@@ -70,7 +70,7 @@ class Table:
     def freeze(self) -> GameState:
         """The next immutable state."""
         # By position, in GameState's field order (cheaper than by keyword on every
-        # step); tests/test_table.py checks every field lands in its place.
+        # step); tests/test_state_fields.py checks every field lands in its place.
         return GameState(
             self.rules, tuple(self.players), self.draw_pile, self.discard_pile,
             self.total, self.direction, self.current, self.play2, self.round,

@@ -44,6 +44,19 @@ def _expand(counts: Counter[str]) -> list[str]:
     return deck_cards({c: n for c, n in counts.items() if n > 0})
 
 
+# Every rule option set to a value its edition's preset does not have (a test checks
+# that each differs): a path that drops an option, or maps it to its preset, shows.
+EVERY_OPTION_CHANGED = {
+    "edition": "1980",
+    "deck": {"2": 3, "3": 3, "4": 3, "5": 3, "6": 3, "7": 3, "8": 3, "9": 3, "10": 10, "-10": 4, "reverse": 6,
+             "play2": 2, "ono99": 4, "hold": 4, "0": 2},
+    "hand_size": 5, "limit": 120, "total_floor": -20, "play2_deflectors": ["reverse", "play2", "hold"],
+    "play2_as_first_card": True, "reverse_deflects_in_two_player": False, "ono99_swap": True,
+    "ono99_swap_ends_turn": False, "ono99_on_zero": True, "draw": "manual", "scoring": "points", "tokens": 4,
+    "target": 150, "end": "lowest_score",
+}
+
+
 def doc(state):
     """The state document (for assertions)."""
     return encode_state(state)

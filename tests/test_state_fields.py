@@ -1,0 +1,156 @@
+"""Every field of the game state survives every path that copies or rebuilds a state:
+the scratch table, the codec (document and JSON), the gRPC message, a seat's view and
+the states a bot deals from it (engine.bots.seat.Seat.deal).
+
+For each field of GameState the test finds a reachable state where that field differs
+from a new game's value, so a field set to a non-default value that one path drops
+fails here. A field added to GameState fails too until this test can reach a state
+that sets it (add rules below that make it happen)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from msgspec import structs
+
+from engine import apply, decode_state, dumps_state, encode_state, legal_actions, loads_state, new_game, view_doc
+from engine.bots.seat import Seat
+from engine.state import GameState
+from engine.table import Table
+from service.grpc_api import convert
+from service.grpc_api.gen import ono99_pb2 as pb
+from tests.conftest import EVERY_OPTION_CHANGED, puzzle
+
+RULES = [{"edition": "2022"}, {"edition": "1980", "draw": "manual", "scoring": "tokens", "ono99_on_zero": True},
+         {"edition": "1980", "scoring": "points", "target": 60}, {"edition": "2022", "total_floor": None}]
+FIELDS = GameState.__struct_fields__
+
+
+def _rare_states() -> list[GameState]:
+    """States random play seldom reaches: a swap that leaves the turn open (R-99-2), an
+    ono99 played under a Play 2 (R-99-3)."""
+    swap = puzzle("2022", hands={"ann": ["ono99"] * 4, "bob": ["1", "2", "3", "4"]}, ono99_swap_ends_turn=False)
+    swapped, _ = apply(swap, next(a for a in legal_actions(swap) if a.type == "swap_ono99"))
+    zero = puzzle("1980", hands={"ann": ["ono99", "2", "3", "4"], "bob": ["5", "6", "7", "8"]}, total=10,
+                  ono99_on_zero=True, play2={"player": "ann", "cards_left": 2})
+    played, _ = apply(zero, next(a for a in legal_actions(zero) if a.card == "ono99"))
+    return [swapped, played]
+
+
+def _differs(state: GameState, fresh: GameState, name: str) -> bool:
+    return getattr(state, name) != getattr(fresh, name)
+
+
+@pytest.fixture(scope="module")
+def samples() -> dict[str, GameState]:
+    """For each field, a reachable state where it differs from a new game's."""
+    found: dict[str, GameState] = {}
+    rng = random.Random(5)
+    for k, rules in enumerate(RULES * 5):
+        state, _ = new_game(rules, ["ann", "bob", "cy"], seed=k)
+        fresh = state
+        for _ in range(600):
+            for name in FIELDS:
+                if name not in found and _differs(state, fresh, name):
+                    found[name] = state
+            if state.status != "playing":
+                break
+            state, _ = apply(state, rng.choice(legal_actions(state)))
+    for state in _rare_states():
+        for name in ("swapped", "ono99_played"):  # False in every new game
+            if name not in found and getattr(state, name):
+                found[name] = state
+    # A game's rules and seed stay what it was dealt with: every option off its preset,
+    # and a text seed.
+    found.setdefault("rules", new_game(EVERY_OPTION_CHANGED, ["ann", "bob", "cy"], seed=1)[0])
+    found.setdefault("seed", new_game({"edition": "1980"}, ["ann", "bob"], seed="a text seed")[0])
+    return found
+
+
+def test_every_field_has_a_state_that_sets_it(samples):
+    missing = [name for name in FIELDS if name not in samples]
+    assert not missing, f"no state reached sets {missing}: extend RULES or _rare_states"
+
+
+@pytest.mark.parametrize("name", FIELDS)
+def test_the_scratch_table_keeps_the_field(samples, name):
+    state = samples[name]
+    assert Table(state).freeze() == state
+
+
+@pytest.mark.parametrize("name", FIELDS)
+def test_the_codec_keeps_the_field(samples, name):
+    state = samples[name]
+    assert decode_state(encode_state(state)) == state
+    assert loads_state(dumps_state(state)) == state
+
+
+@pytest.mark.parametrize("name", FIELDS)
+def test_the_grpc_message_keeps_the_field(samples, name):
+    state = samples[name]
+    message = pb.GameState()
+    convert.fill_state(message, state)
+    assert decode_state(convert.state_doc(pb.GameState.FromString(message.SerializeToString()))) == state
+
+
+# What a seat cannot see, and so what a bot's dealt state makes up: the other hands, the
+# draw pile's order, and the seed and shuffle count of the reshuffles to come.
+HIDDEN = {"draw_pile", "seed", "shuffles"}
+
+
+@pytest.mark.parametrize("name", FIELDS)
+def test_a_seats_view_and_the_states_a_bot_deals_from_it_keep_the_field(samples, name):
+    state = samples[name]
+    if state.status != "playing":
+        return  # a bot deals only states in play
+    for seat, player in enumerate(state.players):
+        dealt = Seat(view_doc(state, player.id)).deal(random.Random(seat))
+        for field in set(FIELDS) - HIDDEN - {"players"}:
+            assert getattr(dealt, field) == getattr(state, field), (name, field)
+        assert len(dealt.draw_pile) == len(state.draw_pile)
+        for mine, theirs in zip(dealt.players, state.players, strict=True):
+            assert structs.replace(mine, hand=()) == structs.replace(theirs, hand=())
+            assert len(mine.hand) == len(theirs.hand)
+        assert dealt.players[seat].hand == player.hand
+
+
+def test_every_rule_option_is_changed_in_the_sample_rules():
+    from engine.rules import OPTION_NAMES, PRESETS, resolve_rules, rules_to_dict
+
+    preset = rules_to_dict(resolve_rules({"edition": EVERY_OPTION_CHANGED["edition"]}))
+    changed = rules_to_dict(resolve_rules(EVERY_OPTION_CHANGED))
+    assert set(EVERY_OPTION_CHANGED) - {"edition"} == set(OPTION_NAMES) == set(PRESETS["1980"])
+    assert [name for name in OPTION_NAMES if changed[name] == preset[name]] == []
+
+
+def test_every_rule_option_off_its_preset_round_trips_through_codec_grpc_and_http(throwaway_redis):
+    """A rule option forgotten in a mapping (the proto, convert, a schema) would come back
+    as its preset's value on that path."""
+    import grpc
+    import requests
+
+    from engine import resolve_rules, rules_to_dict
+    from service.grpc_api.gen import ono99_pb2_grpc as pb_grpc
+    from tests.conftest import start_grpc, start_http
+
+    want = rules_to_dict(resolve_rules(EVERY_OPTION_CHANGED))
+    state, _ = new_game(EVERY_OPTION_CHANGED, ["ann", "bob"], seed=1)
+    assert encode_state(state)["rules"] == want
+    assert convert.rules_doc(convert.rules_message(state.rules)) == want  # a gRPC request's rules
+    http = start_http(throwaway_redis, workers=1, ONO99_CREATES_PER_MINUTE="0")
+    rpc = start_grpc(throwaway_redis, ONO99_CREATES_PER_MINUTE="0")
+    try:
+        made = requests.post(f"{http.url}/v1/games", json={"rules": EVERY_OPTION_CHANGED, "players": ["a", "b"]},
+                             timeout=10).json()
+        assert made["state"]["rules"] == want
+        session = requests.post(f"{http.url}/v1/sessions", json={"rules": EVERY_OPTION_CHANGED,
+                                                                 "players": ["a", "b"]}, timeout=10).json()
+        assert session["view"]["rules"] == want
+        with grpc.insecure_channel(rpc.url) as channel:
+            answer = pb_grpc.GameServiceStub(channel).NewGame(pb.NewGameRequest(
+                rules=convert.rules_message(resolve_rules(EVERY_OPTION_CHANGED)), players=["a", "b"]), timeout=10)
+        assert convert.state_doc(answer.state.state)["rules"] == want
+    finally:
+        rpc.stop()
+        http.stop()
