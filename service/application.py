@@ -10,26 +10,27 @@ import dataclasses
 import functools
 import logging
 import secrets
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 from typing import Any
 
 import msgspec
 
 import engine
 from engine import Event, GameState, IllegalActionError, InvalidInputError
-from engine.bots import Suggestion
+from engine.bots import BotSettings, Suggestion
 
 from . import metrics
 from .admission import Admission, Caller, Limits
 from .answers import EventsRead, Outcome, SessionAnswer, SessionCreated, SessionRead, Then
-from .bots import BotLimits, Bots, Think, bots_due, think_here
+from .bots import BotLimits, Bots, Think, bots_due, keeps_a_person, think_here
 from .config import Settings
 from .errors import ServiceError, engine_call, from_engine
+from .requests import NewGame, NewSession
 from .seats import SeatOperations
 from .sessions import Again, Decision, Sessions, digest, is_session_id
 from .signing import StateSigner
 from .store import FIRST_VERSION, Conflict, Session, SessionStore
-from .timers import now_ms, parse_timer, to_act, turn_started
+from .timers import TurnTimer, now_ms, parse_timer, to_act, turn_started
 from .turns import Turns
 
 log = logging.getLogger("ono99.app")
@@ -49,7 +50,7 @@ class Application:
     """Stateless games and Redis-backed sessions over the engine: the one place that
     assembles signer, session store, keys, limits, bots and timers."""
 
-    def __init__(self, settings: Settings, store: SessionStore | None, think: Think[Any] = think_here) -> None:
+    def __init__(self, settings: Settings, store: SessionStore | None, think: Think = think_here) -> None:
         """The application for ``settings`` over ``store`` (None: sessions off). ``think``
         runs the bots' CPU-bound work (see :class:`service.bots.Bots`)."""
         self.signer = StateSigner(settings.state_secret)
@@ -70,7 +71,7 @@ class Application:
         self.seats = SeatOperations(self.sessions, self.bots, self.turns, self.admission)
 
     @classmethod
-    def from_settings(cls, settings: Settings, think: Think[Any] = think_here) -> Application:
+    def from_settings(cls, settings: Settings, think: Think = think_here) -> Application:
         """The application for ``settings``, with the session store they name."""
         return cls(settings, settings.session_store(), think)
 
@@ -83,23 +84,49 @@ class Application:
     def _outcome(self, state: GameState, events: list[Event]) -> Outcome:
         return Outcome(state, events, self.signer)
 
-    def new_game(self, rules: Any, players: Any, seed: Any = None, deck: Any = None) -> Outcome:
-        """Deal a game (R-SET-1, R-RNG-2)."""
-        state, events = engine_call(engine.new_game, rules, players, seed=seed, deck=deck)
-        return self._outcome(state, events)
+    # --- what transports hand in, parsed once for both of them ------------------------
 
-    def trusted_state(self, doc: Any, signature: str | None) -> GameState:
+    def rules(self, doc: object) -> engine.Rules:
+        """Resolved rules from a caller's rules object (R-RULES)."""
+        rules: engine.Rules = engine_call(engine.resolve_rules, doc)
+        return rules
+
+    def action(self, doc: object) -> engine.Action:
+        """An action from a caller's action object."""
+        action: engine.Action = engine_call(engine.parse_action, doc)
+        return action
+
+    def bot(self, doc: object, field: str = "bot") -> BotSettings:
+        """Bot settings within the service's bounds; errors name ``field``."""
+        return self.bots.settings(doc, field)
+
+    def seating(self, players: object) -> tuple[list[str], dict[str, BotSettings]]:
+        """A session's player ids and bot seats from its ``players`` (see Bots.seats)."""
+        return self.bots.seats(players)
+
+    def turn_timer(self, options: Mapping[str, object]) -> TurnTimer | None:
+        """A session's turn timer from its creation options (see timers.parse_timer)."""
+        return parse_timer(options, self.bots.settings, self.turn_seconds_range)
+
+    def trusted_state(self, doc: object, signature: str | None) -> GameState:
         """Decode and validate a caller's state document (the one place either transport
         decodes one), and check its signature."""
         state: GameState = engine_call(engine.decode_state, doc)
         self.signer.verify(state, signature)
         return state
 
+    # --- stateless games -------------------------------------------------------------
+
+    def new_game(self, game: NewGame) -> Outcome:
+        """Deal a game (R-SET-1, R-RNG-2)."""
+        state, events = engine_call(engine.new_game, game.rules, game.players, seed=game.seed, deck=game.deck)
+        return self._outcome(state, events)
+
     def legal_actions(self, state: GameState) -> list[engine.Action]:
         """Every action allowed now."""
         return engine.legal_actions(state)
 
-    def apply(self, state: GameState, action: Any) -> Outcome:
+    def apply(self, state: GameState, action: engine.Action) -> Outcome:
         """The next state and events."""
         next_state, events = _apply_counted("stateless", state, action)
         return self._outcome(next_state, events)
@@ -109,32 +136,31 @@ class Application:
         view: engine.ViewDoc = engine_call(engine.view_doc, state, player)
         return view
 
-    def suggest(self, state: GameState, player: str, bot: Any, caller: Caller | None = None) -> Suggestion:
+    def suggest(self, state: GameState, player: str, settings: BotSettings,
+                caller: Caller | None = None) -> Suggestion:
         """The action a bot would take for ``player``, from that player's view only;
         rate limited per client address."""
-        settings = self.bots.settings(bot)
         view = self.view(state, player)
         self.admission.check_suggest(self.store, (caller or Caller("unknown")).address)
         return self.bots.choose(view, settings)
 
     # --- sessions ----------------------------------------------------------------------
 
-    def create_session(self, rules: Any, players: Any, seed: Any = None, deck: Any = None,
-                       ttl: int | None = None, caller: Caller | None = None,
-                       timer: dict[str, Any] | None = None) -> Then[SessionCreated]:
-        """Deal a game into a new session. ``ttl`` None: the service's default. With API
-        keys configured only their holders (and the service key) may create; creations
-        are rate limited per key, else per address. ``timer``: the turn timer's options
-        (``turn_seconds``, ``on_timeout``, ``timeouts_to_bot``, ``timeout_bot``)."""
+    def create_session(self, request: NewSession, caller: Caller) -> Then[SessionCreated]:
+        """Deal a game into a new session. With API keys configured only their holders
+        (and the service key) may create; creations are rate limited per key, else per
+        address."""
         low, high = self.ttl_range
+        ttl = request.ttl
         if ttl is not None and not low <= ttl <= high:
             raise ServiceError("invalid_request", f"ttl_seconds must be from {low} to {high}", field="ttl_seconds")
         store = self.sessions.store
-        caller = caller or Caller("unknown")
         self.admission.check_creation(store, caller.address, digest(caller.api_key) if caller.api_key else None)
-        ids, bots = self.bots.seats(players)
-        turn_timer = parse_timer(timer or {}, self.bots.settings, self.turn_seconds_range)
-        state, events = engine_call(engine.new_game, rules, ids, seed=seed, deck=deck)
+        bots, turn_timer, game = request.bots, request.timer, request.game
+        if not keeps_a_person(game.players, bots):
+            raise ServiceError("invalid_request", "a session needs at least one seat played by a person",
+                               field="players")
+        state, events = engine_call(engine.new_game, game.rules, game.players, seed=game.seed, deck=game.deck)
         deadline = 0
         if turn_timer is not None and to_act(state) is not None:
             deadline = now_ms() + turn_timer.turn_ms
@@ -181,14 +207,13 @@ class Application:
             return SessionRead(session_id, version, view, after if viewer is None else None)
         return Then(read, finish)
 
-    def act(self, session_id: str, token: str | None, action: Any, expected_version: int | None = None,
+    def act(self, session_id: str, token: str | None, parsed: engine.Action, expected_version: int | None = None,
             idempotency_key: str | None = None, key_field: str = "idempotency_key") -> Then[SessionAnswer]:
         """Apply a seat's action with a compare-and-set on the session version.
 
         ``key_field`` names the idempotency key as the transport takes it, for errors.
         """
         _check_act(expected_version, idempotency_key, key_field)
-        parsed = engine_call(engine.parse_action, action)
         fingerprint = digest(_json.encode([engine.format_action(parsed), expected_version])) if idempotency_key else ""
         # A key belongs to the caller that used it (its seat token or the service key):
         # no other caller can replay its answer, collide with it or learn that it exists.
@@ -277,11 +302,12 @@ class Application:
         view = msgspec.convert(record["view"], engine.ViewDoc)
         return SessionAnswer(session_id, record["version"], view.viewer, record["events"], view, replayed=True)
 
-    def suggest_for_seat(self, session_id: str, token: str | None, bot: Any, player: str | None = None) -> Suggestion:
+    def suggest_for_seat(self, session_id: str, token: str | None, bot: BotSettings,
+                         player: str | None = None) -> Suggestion:
         """A hint for the caller's seat (see SeatOperations.suggest)."""
         return self.seats.suggest(session_id, token, bot, player)
 
-    def set_seat_bot(self, session_id: str, token: str | None, player: str, bot: Any) -> Then[int]:
+    def set_seat_bot(self, session_id: str, token: str | None, player: str, bot: BotSettings | None) -> Then[int]:
         """Hand a seat to a bot, or back (see SeatOperations.set_bot)."""
         return self.seats.set_bot(session_id, token, player, bot)
 
@@ -337,7 +363,7 @@ class EventCursor:
         return EventsRead(out, self.after, len(batches) == EVENTS_PAGE)
 
 
-def _apply_counted(mode: str, state: GameState, action: Any) -> tuple[GameState, list[Event]]:
+def _apply_counted(mode: str, state: GameState, action: engine.Action) -> tuple[GameState, list[Event]]:
     """engine.apply, counted in the metrics (applied, rejected by reason, games finished)."""
     try:
         next_state, events = engine.apply(state, action)

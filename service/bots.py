@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import msgspec
 
@@ -21,7 +21,10 @@ from . import metrics
 from .errors import ServiceError, from_engine
 
 T = TypeVar("T")
-Think = Callable[[Callable[[], T]], T]
+class Think(Protocol):
+    """Where bot work runs: ``think(work)`` runs ``work`` and returns what it returns."""
+
+    def __call__(self, work: Callable[[], T]) -> T: ...
 Commit = Callable[[int, GameState, GameState, list[Event]], bool]
 
 
@@ -42,7 +45,7 @@ class Bots:
     """Bot settings checked against :class:`BotLimits`; bot choices made through
     ``think``, which runs CPU-bound work off the transport's event loop."""
 
-    def __init__(self, limits: BotLimits, think: Think[Any] = think_here) -> None:
+    def __init__(self, limits: BotLimits, think: Think = think_here) -> None:
         self.limits = limits
         self.think = think
 
@@ -67,15 +70,15 @@ class Bots:
         A search stops at ``max_budget_ms`` whatever its settings (a house deck can make
         each of its simulations long)."""
         try:
-            return self.think(lambda: choose(view, settings, self.limits.max_budget_ms))  # type: ignore[no-any-return]
+            return self.think(lambda: choose(view, settings, self.limits.max_budget_ms))
         except (InvalidInputError, IllegalActionError) as exc:
             raise from_engine(exc) from None
 
-    def seats(self, players: Any) -> tuple[Any, dict[str, BotSettings]]:
+    def seats(self, players: object) -> tuple[list[str], dict[str, BotSettings]]:
         """Player ids from a session's ``players`` (ids, or ``{"id", "bot"}`` for a seat
         a bot plays), and the bot seats' settings. At least one seat is a person's."""
         if not isinstance(players, list):
-            return players, {}  # the engine names what is wrong with it
+            raise from_engine(InvalidInputError("must be a list of player ids", "players"))
         ids: list[Any] = []
         bots: dict[str, BotSettings] = {}
         for i, entry in enumerate(players):

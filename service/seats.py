@@ -10,7 +10,7 @@ from typing import Any
 import engine
 from engine import Event
 from engine.actions import PLAYER_ID
-from engine.bots import Suggestion
+from engine.bots import BotSettings, Suggestion
 
 from .admission import Admission
 from .answers import Then
@@ -33,10 +33,10 @@ class SeatOperations:
         self.turns = turns
         self.admission = admission
 
-    def suggest(self, session_id: str, token: str | None, bot: Any, player: str | None = None) -> Suggestion:
+    def suggest(self, session_id: str, token: str | None, settings: BotSettings,
+                player: str | None = None) -> Suggestion:
         """A hint for the caller's seat (the service key names ``player``): the action a
         bot would take, from that seat's view."""
-        settings = self.bots.settings(bot)
         session, caller = self.sessions.read_as(session_id, token)
         if caller is not None and player not in (None, caller):
             raise ServiceError("forbidden", f"this seat token belongs to {caller!r}", player=caller)
@@ -48,12 +48,11 @@ class SeatOperations:
             self.admission.check_action(self.sessions.store, session_id, caller)  # a hint costs like an action
         return self.bots.choose(view, settings)
 
-    def set_bot(self, session_id: str, token: str | None, player: str, bot: Any) -> Then[int]:
+    def set_bot(self, session_id: str, token: str | None, player: str, settings: BotSettings | None) -> Then[int]:
         """Hand ``player``'s seat to a bot (``bot`` None: back to its person), by that
         seat's token or the service key, as a version of its own (event
         ``seat_changed``); the bot moves at once when the seat has an action. Answers
         the hand-over's version (the session's, unchanged, when there was nothing to do)."""
-        settings = None if bot is None else self.bots.settings(bot)
         if not PLAYER_ID.fullmatch(player):  # never echo a caller's 100 KB name
             raise ServiceError("invalid_request", "a player id is 1 to 64 letters, digits, '_' or '-'",
                                field="player")

@@ -15,7 +15,7 @@ token acts again (or takes the seat back).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Literal, get_args
 
 import msgspec
@@ -45,7 +45,7 @@ class TurnTimer(msgspec.Struct, frozen=True):
     timeouts_to_bot: int
 
 
-def parse_timer(options: dict[str, Any], bot_settings: Callable[[Any, str], BotSettings],
+def parse_timer(options: Mapping[str, Any], bot_settings: Callable[[Any, str], BotSettings],
                 seconds_range: tuple[int, int]) -> TurnTimer | None:
     """A session's turn timer from its creation options (``turn_seconds``,
     ``on_timeout``, ``timeouts_to_bot``, ``timeout_bot``; None: no timer), the timeout

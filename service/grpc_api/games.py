@@ -11,6 +11,7 @@ import engine
 from .. import metrics
 from ..admission import Caller
 from ..application import Application
+from ..requests import NewGame
 from . import convert
 from .calls import Calls, abort, on_the_loop, peer_address, seed_of, view_message
 from .gen import ono99_pb2 as pb
@@ -54,8 +55,9 @@ class GameServicer(pb_grpc.GameServiceServicer):
 
     @on_the_loop
     def NewGame(self, request: pb.NewGameRequest) -> pb.NewGameResponse:
-        outcome = self.app.new_game(convert.rules_doc(request.rules), list(request.players), seed=seed_of(request),
-                                    deck=convert.cards(request.deck, "deck") if request.deck else None)
+        outcome = self.app.new_game(NewGame(self.app.rules(convert.rules_doc(request.rules)), list(request.players),
+                                            seed_of(request),
+                                            convert.cards(request.deck, "deck") if request.deck else None))
         response = pb.NewGameResponse()
         self._answer(response.state, outcome)
         convert.add_events(response.events, outcome.events)
@@ -69,7 +71,7 @@ class GameServicer(pb_grpc.GameServiceServicer):
     @on_the_loop
     def Apply(self, request: pb.ApplyRequest) -> pb.ApplyResponse:
         state, recalled = self._recall(request.state)
-        outcome = self.app.apply(state, convert.action_doc(request.action))
+        outcome = self.app.apply(state, self.app.action(convert.action_doc(request.action)))
         sent = request.state.state
         response = pb.ApplyResponse()
         # A state this process returned is written from its message, rewriting only what
@@ -87,7 +89,7 @@ class GameServicer(pb_grpc.GameServiceServicer):
         """A bot's choice for one seat, from that seat's view: the state is read on the
         loop, the bot thinks on the thread pool."""
         try:
-            state, bot = self._state(request.state), convert.bot_doc(request.bot)
+            state, bot = self._state(request.state), self.app.bot(convert.bot_doc(request.bot))
         except Exception as error:
             await abort(context, error)
         caller = Caller(peer_address(context.peer()))

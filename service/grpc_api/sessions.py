@@ -15,6 +15,7 @@ from ..answers import SessionAnswer, SessionCreated, Then
 from ..application import Application, bearer_token
 from ..errors import ServiceError
 from ..live import LiveVersions
+from ..requests import NewGame, NewSession
 from . import convert
 from .calls import SEAT_TOKEN, Calls, abort, metadata, peer_address, seed_of, view_message
 from .gen import ono99_pb2 as pb
@@ -92,10 +93,11 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
                      "on_timeout": request.on_timeout or None,
                      "timeouts_to_bot": request.timeouts_to_bot if request.HasField("timeouts_to_bot") else None,
                      "timeout_bot": convert.bot_doc(request.timeout_bot) if request.HasField("timeout_bot") else None}
-            return self.app.create_session(
-                convert.rules_doc(game.rules), players, seed=seed_of(game), timer=timer,
-                deck=convert.cards(game.deck, "deck") if game.deck else None, ttl=request.ttl_seconds or None,
-                caller=caller)
+            ids, bots = self.app.seating(players)
+            return self.app.create_session(NewSession(
+                NewGame(self.app.rules(convert.rules_doc(game.rules)), ids, seed_of(game),
+                        convert.cards(game.deck, "deck") if game.deck else None),
+                bots, self.app.turn_timer(timer), request.ttl_seconds or None), caller)
 
         def answer(made: SessionCreated) -> pb.CreateSessionResponse:
             response = pb.CreateSessionResponse(session_id=made.session_id, version=made.version, seats=made.seats,
@@ -120,7 +122,7 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
 
         def work() -> Then[SessionAnswer]:
             expected = request.expected_version if request.HasField("expected_version") else None
-            return self.app.act(request.session_id, token, convert.action_doc(request.action),
+            return self.app.act(request.session_id, token, self.app.action(convert.action_doc(request.action)),
                                 expected, request.idempotency_key or None)
         result = await self._finish(context, await self.calls.answer(context, work))
         response = pb.ActResponse(version=result.version, view=view_message(result.view), replayed=result.replayed)
@@ -170,7 +172,8 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
     async def Suggest(self, request: pb.SessionSuggestRequest,
                       context: grpc.aio.ServicerContext) -> pb.SuggestResponse:
         def work() -> pb.SuggestResponse:
-            found = self.app.suggest_for_seat(request.session_id, SEAT_TOKEN.get(), convert.bot_doc(request.bot),
+            found = self.app.suggest_for_seat(request.session_id, SEAT_TOKEN.get(),
+                                              self.app.bot(convert.bot_doc(request.bot)),
                                               request.player or None)
             return convert.suggestion_message(found)
         return await self.bot_calls.answer(context, work)
@@ -180,7 +183,7 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
         token = SEAT_TOKEN.get()
 
         def work() -> Then[int]:
-            bot = convert.bot_doc(request.bot) if request.HasField("bot") else None
+            bot = self.app.bot(convert.bot_doc(request.bot)) if request.HasField("bot") else None
             return self.app.set_seat_bot(request.session_id, token, request.player, bot)
         version: int = await self._finish(context, await self.calls.answer(context, work))
         return pb.SetSeatBotResponse(version=version)

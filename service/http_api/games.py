@@ -15,6 +15,7 @@ from engine.bots import Suggestion, bot_to_dict
 from ..admission import Caller
 from ..answers import Outcome
 from ..application import Application
+from ..requests import NewGame
 from .parser import Parser
 from .problems import document_errors
 from .schemas import (
@@ -70,7 +71,8 @@ class Games(MethodView):
     @blp.doc(operationId="newGame")
     def post(self, body: dict[str, Any]) -> Response:
         """Deal a new game (R-SET-1, R-RNG-2); the caller keeps the state."""
-        outcome = app_layer().new_game(body["rules"], body["players"], seed=body["seed"], deck=body["deck"])
+        app = app_layer()
+        outcome = app.new_game(NewGame(app.rules(body["rules"]), body["players"], body["seed"], body["deck"]))
         return json_response(outcome_body(outcome), 201)
 
 
@@ -118,8 +120,9 @@ class Suggest(MethodView):
         """The action a bot would take for ``player``: it is handed that player's view
         only, never the state. With ``simulations`` and ``seed`` the answer is always the
         same; 422 (R-TURN-1) when the player has nothing to do now."""
-        found = app_layer().suggest(caller_state(body), body["player"], body["bot"],
-                                    Caller(request.remote_addr or "unknown"))
+        app = app_layer()
+        found = app.suggest(caller_state(body), body["player"], app.bot(body["bot"]),
+                            Caller(request.remote_addr or "unknown"))
         return json_response(suggestion_body(found))
 
 

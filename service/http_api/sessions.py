@@ -13,6 +13,7 @@ import engine
 from ..admission import Caller
 from ..application import MAX_IDEMPOTENCY_KEY, bearer_token
 from ..errors import ServiceError
+from ..requests import NewGame, NewSession
 from .games import ApiBlueprint, app_layer, json_response, suggestion_body
 from .problems import document_errors
 from .schemas import (
@@ -92,9 +93,11 @@ class Sessions(MethodView):
         """Deal a game into a new session; the answer holds each seat's secret token (shown once)."""
         # An API key in X-API-Key; the service key there or, as on every other call, as a bearer token.
         caller = Caller(request.remote_addr or "unknown", request.headers.get("X-API-Key") or _token())
-        made = app_layer().create_session(
-            body["rules"], body["players"], seed=body["seed"], deck=body["deck"], ttl=body["ttl_seconds"],
-            caller=caller, timer={name: body[name] for name in TIMER_OPTIONS}).done()
+        app = app_layer()
+        ids, bots = app.seating(body["players"])
+        request_ = NewSession(NewGame(app.rules(body["rules"]), ids, body["seed"], body["deck"]), bots,
+                              app.turn_timer({name: body[name] for name in TIMER_OPTIONS}), body["ttl_seconds"])
+        made = app.create_session(request_, caller).done()
         return json_response({"session_id": made.session_id, "version": made.version, "seats": made.seats,
                               "view": made.view, "events": made.events}, 201,
                              headers={"Location": f"/v1/sessions/{made.session_id}", "ETag": f'"v{made.version}"'})
@@ -205,7 +208,8 @@ class SessionSuggest(MethodView):
     def post(self, body: dict[str, Any], session_id: str) -> Response:
         """A hint for the caller's seat: the action a bot would take, from that seat's
         view only (the service key names the seat in ``player``)."""
-        found = app_layer().suggest_for_seat(session_id, _token(), body["bot"], body["player"])
+        app = app_layer()
+        found = app.suggest_for_seat(session_id, _token(), app.bot(body["bot"]), body["player"])
         return json_response(suggestion_body(found))
 
 
@@ -219,7 +223,8 @@ class SeatBot(MethodView):
     def put(self, body: dict[str, Any], session_id: str, player: str) -> Response:
         """Hand the seat to a bot (the seat's token or the service key): a version of its
         own (event ``seat_changed``); the bot moves at once when the seat has an action."""
-        version = app_layer().set_seat_bot(session_id, _token(), player, body["bot"]).done()
+        app = app_layer()
+        version = app.set_seat_bot(session_id, _token(), player, app.bot(body["bot"])).done()
         return json_response({"version": version}, headers={"ETag": f'"v{version}"'})
 
     @blp.response(200, VersionSchema)
