@@ -208,12 +208,11 @@ class Application:
         return Then(read, finish)
 
     def act(self, session_id: str, token: str | None, parsed: engine.Action, expected_version: int | None = None,
-            idempotency_key: str | None = None, key_field: str = "idempotency_key") -> Then[SessionAnswer]:
+            idempotency_key: str | None = None) -> Then[SessionAnswer]:
         """Apply a seat's action with a compare-and-set on the session version.
 
-        ``key_field`` names the idempotency key as the transport takes it, for errors.
         """
-        _check_act(expected_version, idempotency_key, key_field)
+        _check_act(expected_version, idempotency_key)
         fingerprint = digest(_json.encode([engine.format_action(parsed), expected_version])) if idempotency_key else ""
         # A key belongs to the caller that used it (its seat token or the service key):
         # no other caller can replay its answer, collide with it or learn that it exists.
@@ -311,19 +310,17 @@ class Application:
         """Hand a seat to a bot, or back (see SeatOperations.set_bot)."""
         return self.seats.set_bot(session_id, token, player, bot)
 
-    def session_events(self, session_id: str, token: str | None, after: int,
-                       after_field: str = "after") -> list[Event]:
+    def session_events(self, session_id: str, token: str | None, after: int) -> list[Event]:
         """The session's events after version ``after`` as the caller may see them, one
         page of them (see :meth:`events`)."""
-        return self.events(session_id, token, after, after_field).read().events
+        return self.events(session_id, token, after).read().events
 
-    def events(self, session_id: str, token: str | None, after: int = 0,
-               after_field: str = "after") -> EventCursor:
+    def events(self, session_id: str, token: str | None, after: int = 0) -> EventCursor:
         """The caller's events after version ``after``, read page by page: every reader
         of a session's log (a read, a long poll, a stream) goes through one. Opening it
         authenticates the token and is a read: it renews the session's time to live.
-        ``after_field`` names ``after`` as the transport takes it, for errors."""
-        _check_after(after, after_field)
+        """
+        _check_after(after)
         viewer = self.sessions.read_as(session_id, token)[1]
         return EventCursor(self.sessions, session_id, viewer, after)
 
@@ -377,12 +374,12 @@ def _apply_counted(mode: str, state: GameState, action: engine.Action) -> tuple[
     return next_state, events
 
 
-def _check_act(expected_version: int | None, idempotency_key: str | None, key_field: str) -> None:
+def _check_act(expected_version: int | None, idempotency_key: str | None) -> None:
     if expected_version is not None and expected_version < 1:
         raise ServiceError("invalid_request", "expected_version counts from 1", field="expected_version")
     if idempotency_key is not None and len(idempotency_key) > MAX_IDEMPOTENCY_KEY:
-        raise ServiceError("invalid_request", f"{key_field} is at most {MAX_IDEMPOTENCY_KEY} characters",
-                           field=key_field)
+        raise ServiceError("invalid_request", f"an idempotency key is at most {MAX_IDEMPOTENCY_KEY} characters",
+                           field="idempotency_key")
 
 
 def _record(fingerprint: str, answer: SessionAnswer) -> bytes:
@@ -397,10 +394,11 @@ def _with_deadline(view: engine.ViewDoc, deadline: int | None) -> engine.ViewDoc
     return view
 
 
-def _check_after(after: int, field: str) -> None:
+def _check_after(after: int) -> None:
     low, high = EVENTS_AFTER_RANGE
     if not low <= after <= high:
-        raise ServiceError("invalid_request", f"{field} must be from {low} to {high}", field=field)
+        raise ServiceError("invalid_request", f"the version to read after must be from {low} to {high}",
+                           field="after")
 
 
 def bearer_token(header: str | None) -> str | None:

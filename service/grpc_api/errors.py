@@ -11,13 +11,18 @@ from grpc_status import rpc_status
 
 from ..errors import ERRORS, ServiceError
 
+# The application names fields canonically; these are gRPC's names for them.
+FIELD_NAMES = {"after": "after_version"}
+
 
 def to_status(error: ServiceError) -> grpc.Status:
     """The gRPC status of a service error: code, message and an ErrorInfo detail whose
     ``reason`` is the stable code and whose metadata carries rule, reason, field, ...;
     a RetryInfo detail too when the error says when to retry."""
-    info = error_details_pb2.ErrorInfo(reason=error.code, domain="ono99",
-                                       metadata={k: str(v) for k, v in error.extra.items() if k != "errors"})
+    metadata = {k: str(v) for k, v in error.extra.items() if k != "errors"}
+    if metadata.get("field") in FIELD_NAMES:
+        metadata["field"] = FIELD_NAMES[metadata["field"]]
+    info = error_details_pb2.ErrorInfo(reason=error.code, domain="ono99", metadata=metadata)
     details = [_packed(info)]
     if "retry_after" in error.extra:  # google.rpc.RetryInfo: when a retry may succeed
         details.append(_packed(error_details_pb2.RetryInfo(

@@ -132,8 +132,7 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
     async def ListEvents(self, request: pb.ListEventsRequest,
                    context: grpc.aio.ServicerContext) -> pb.ListEventsResponse:
         def work() -> pb.ListEventsResponse:
-            events = self.app.session_events(request.session_id, SEAT_TOKEN.get(), request.after_version,
-                                             after_field="after_version")
+            events = self.app.session_events(request.session_id, SEAT_TOKEN.get(), request.after_version)
             response = pb.ListEventsResponse()
             convert.add_events(response.events, events)
             return response
@@ -155,7 +154,7 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
         try:
             session_id, token = request.session_id, SEAT_TOKEN.get()
             cursor = await self.calls.answer(context, lambda: self.app.events(
-                session_id, token, request.after_version, after_field="after_version"))
+                session_id, token, request.after_version))
             async with self.live.watch(session_id) as changed:  # type: ignore[union-attr]
                 while True:
                     changed.clear()

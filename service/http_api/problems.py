@@ -21,10 +21,16 @@ _BY_STATUS = {ERRORS[code].http: code for code in (
     "unsupported_media_type", "unavailable")} | {422: "invalid_request"}
 
 
+# The application names fields canonically; these are HTTP's names for them.
+FIELD_NAMES = {"idempotency_key": "Idempotency-Key"}
+
+
 def problem_response(error: ServiceError, headers: dict[str, str] | None = None) -> Response:
     """The problem+json response of a service error."""
     status = ERRORS[error.code].http
     body = {**error.problem(), "status": status}
+    if body.get("field") in FIELD_NAMES:
+        body["field"] = FIELD_NAMES[body["field"]]
     if status >= 500:
         log.error("request failed", extra={"code": error.code, "path": request.path})
     if "retry_after" in error.extra:

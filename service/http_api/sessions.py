@@ -156,8 +156,7 @@ class Actions(MethodView):
             expected = pinned
         try:
             answer = app_layer().act(session_id, _token(), body["action"], expected,
-                                     request.headers.get("Idempotency-Key") or None,
-                                     key_field="Idempotency-Key").done()
+                                     request.headers.get("Idempotency-Key") or None).done()
         except ServiceError as error:
             if pinned is None or error.code != "version_conflict":
                 raise
