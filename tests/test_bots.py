@@ -165,3 +165,14 @@ def test_the_cautious_choice_raises_the_total_least_and_keeps_the_safe_cards():
     assert cautious(view_doc(state, "a")).card == "3"
     state = puzzle(hands={"a": ["-10", "reverse", "9", "9"], "b": ["1", "2", "3", "4"]}, total=95)
     assert cautious(view_doc(state, "a")).card == "reverse"  # a card that adds nothing before the -10
+
+
+def test_the_bots_under_test_cover_every_kind():
+    """A bot kind added to BotSettings is tested by this file's legality and view-only
+    tests once it is in BOTS."""
+    import typing
+
+    from engine.bots import BotSettings
+
+    kinds = set(typing.get_args(typing.get_type_hints(BotSettings)["kind"]))
+    assert {bot["kind"] for bot in BOTS} == kinds

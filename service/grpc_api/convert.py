@@ -19,6 +19,7 @@ from engine import (
     resolve_rules,
     rules_to_dict,
 )
+from engine.rules import OPTION_NAMES
 
 from .gen import ono99_pb2 as pb
 
@@ -66,8 +67,11 @@ def _enum(table: dict[Any, str], value: int, path: str) -> str:
 
 # --- rules ----------------------------------------------------------------------------
 
-_OPTIONAL = ("hand_size", "limit", "play2_as_first_card", "reverse_deflects_in_two_player", "ono99_swap",
-             "ono99_swap_ends_turn", "ono99_on_zero", "draw", "scoring", "tokens", "target", "end")
+# The rule options the Rules message holds as a plain optional field of the option's
+# own name (the deck, the deflectors and the floor have shapes of their own, below).
+_SHAPED = {"deck", "play2_deflectors", "total_floor"}
+_OPTIONAL = tuple(name for name in OPTION_NAMES if name not in _SHAPED
+                  and name in pb.Rules.DESCRIPTOR.fields_by_name)
 
 
 def rules_doc(msg: pb.Rules) -> dict[str, Any]:
