@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import random
 import time
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 import msgspec
 from msgspec import Meta, Struct
@@ -31,7 +31,8 @@ from .heuristic import cautious_action, heuristic_action
 from .ismcts import heuristic_policy, random_policy, search
 from .seat import Seat, owed_draw
 
-KINDS = ("random", "heuristic", "ismcts")
+BotKind = Literal["random", "heuristic", "ismcts"]
+KINDS: tuple[str, ...] = get_args(BotKind)
 DEFAULT_SIMULATIONS = 300  # ismcts iterations when neither simulations nor budget_ms is given
 MAX_SIMULATIONS = 100_000  # the engine's own bounds; a service narrows them
 MAX_BUDGET_MS = 60_000
@@ -43,7 +44,7 @@ class BotSettings(Struct, frozen=True, forbid_unknown_fields=True, omit_defaults
     for ``ismcts`` only; ``seed`` (every kind) None picks one (the resolved settings
     name it)."""
 
-    kind: Literal["random", "heuristic", "ismcts"]
+    kind: BotKind
     simulations: Annotated[int, Meta(ge=1, le=MAX_SIMULATIONS)] | None = None
     budget_ms: Annotated[int, Meta(ge=1, le=MAX_BUDGET_MS)] | None = None
     seed: Annotated[int, Meta(ge=SEED_MIN, le=SEED_MAX)] | None = None
