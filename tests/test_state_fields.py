@@ -154,3 +154,19 @@ def test_every_rule_option_off_its_preset_round_trips_through_codec_grpc_and_htt
     finally:
         rpc.stop()
         http.stop()
+
+
+def test_every_rule_option_is_in_the_docs_tables():
+    """docs/API.md's rules table and docs/RULES.md §7 list every option (a forgotten row
+    fails here, not in a reader's hands)."""
+    import re
+    from pathlib import Path
+
+    from engine.rules import OPTION_NAMES
+
+    docs = Path(__file__).resolve().parent.parent / "docs"
+    api = docs.joinpath("API.md").read_text().split("## Rules", 1)[1].split("\n## ", 1)[0]
+    rules = docs.joinpath("RULES.md").read_text().split("## 7.", 1)[1].split("\n## ", 1)[0]
+    assert re.findall(r"^\| `(\w+)` \|", api, re.M) == list(OPTION_NAMES)
+    named = {name for row in re.findall(r"^\| (`[^|]+) \|", rules, re.M) for name in re.findall(r"`(\w+)`", row)}
+    assert set(OPTION_NAMES) <= named
