@@ -27,7 +27,7 @@ from .config import Settings
 from .errors import ServiceError, engine_call, from_engine
 from .requests import NewGame, NewSession
 from .seats import SeatOperations
-from .sessions import Again, Decision, Sessions, digest, is_session_id
+from .sessions import Decision, Sessions, digest, is_session_id
 from .signing import StateSigner
 from .store import FIRST_VERSION, Conflict, Session, SessionStore
 from .timers import TurnTimer, now_ms, parse_timer, to_act, turn_started
@@ -231,12 +231,11 @@ class Application:
             if expected_version is not None and expected_version != session.version:
                 raise ServiceError("version_conflict", f"the session is at version {session.version}",
                                    current_version=session.version)
-            if player is not None and attempt == 0 and self.seats.escalated(session, player):
-                # A seat a timer gave a bot: its person is back, and the action is judged on
-                # the session after the hand-over. Bots due then move after the action.
-                self.seats.set_bot(session_id, token, player, None)
-                raise Again
-            return self._judge(session_id, session, parsed, scoped_key, fingerprint)
+            # A seat a timer gave a bot: its person is back. The hand-back is a version of
+            # its own, written in one commit with the action (so that a pinned version is
+            # judged against the session as read); a refused action still hands it back.
+            back = player is not None and self.seats.escalated(session, player)
+            return self._judge(session_id, session, parsed, scoped_key, fingerprint, back, token)
 
         def pinned(lost: Conflict) -> Then[SessionAnswer]:
             raise ServiceError("version_conflict", f"the session moved on to version {lost.version}",
@@ -245,9 +244,10 @@ class Application:
         return self.sessions.change(session_id, decide, scoped_key, lost=pinned if expected_version else None)
 
     def _judge(self, session_id: str, session: Session, action: engine.Action, scoped_key: str | None,
-               fingerprint: str) -> Decision[Then[SessionAnswer]]:
+               fingerprint: str, back: bool = False, token: str | None = None) -> Decision[Then[SessionAnswer]]:
         """The change a seat's action makes, and its answer. In a timed session the timer
-        waits while the action is judged (see SeatOperations.timer_waits)."""
+        waits while the action is judged (see SeatOperations.timer_waits). ``back``: the
+        seat is taken back from the bot a timer gave it first (a version of its own)."""
         timeouts = self.seats.timer_waits(session_id, session, action.player)
         state = engine.loads_state(session.state)
         try:
@@ -255,13 +255,25 @@ class Application:
         except ServiceError:
             if session.timer is not None:
                 self.sessions.store.clear_inflight(session_id, action.player)
+            if back:
+                self.seats.set_bot(session_id, token, action.player, None)  # the person is back all the same
             raise
-        version = session.version + 1
-        change = self.turns.write(session, state, next_state, [events], timeouts=timeouts, player=action.player)
-        answer = SessionAnswer(session_id, version, action.player,
-                               [{**e, "version": version} for e in engine.redact_events(events, action.player)],
+        batches: list[list[Event]] = [events]
+        bots = None
+        if back:
+            bots = {pid: bot for pid, bot in session.bots.items() if pid != action.player}
+            timeouts = {**session.timeouts, action.player: 0}  # back: timeouts count anew
+            batches.insert(0, [{"type": "seat_changed", "player": action.player}])
+        version = session.version + len(batches)
+        change = self.turns.write(session, state, next_state, batches, timeouts=timeouts, player=action.player,
+                                  bots=bots)
+        shown = [{**e, "version": session.version + k} for k, batch in enumerate(batches, start=1)
+                 for e in engine.redact_events(batch, action.player)]
+        answer = SessionAnswer(session_id, version, action.player, shown,
                                _with_deadline(engine.view_doc(next_state, action.player),
                                               session.deadline if change.deadline is None else change.deadline))
+        if bots is not None:
+            session = dataclasses.replace(session, bots=bots)  # the bots that move after it
         if scoped_key:
             change = dataclasses.replace(change, record=(scoped_key, _record(fingerprint, answer)))
 

@@ -45,11 +45,6 @@ class Decision(Generic[T]):
     change: Change | None = None
 
 
-class Again(Exception):
-    """Raised by a decision that made a change of its own first (a seat handed back to
-    its person): the session is read and decided again."""
-
-
 class Sessions:
     """The session store as operations use it: reads, seat tokens, and changes."""
 
@@ -105,10 +100,7 @@ class Sessions:
         timekeeper that finds the turn moved on)."""
         for attempt in range(attempts):
             session = self.load(session_id, idempotency_key)
-            try:
-                decision = decide(session, attempt)
-            except Again:
-                continue
+            decision = decide(session, attempt)
             if decision.change is None:
                 return decision.answer(session.version)
             try:

@@ -251,3 +251,28 @@ def test_costly_forced_moves_do_not_hold_up_the_others(http, keeper):
     lateness = [starts[e["version"] + 1] - 1000 - e["deadline_ms"] for e in log
                 if e["type"] == "turn_timed_out" and e["version"] + 1 in starts]
     assert len(lateness) >= 2 and max(lateness) <= 1500, lateness
+
+
+def test_a_stale_if_match_leaves_an_escalated_seat_as_it_is(http, keeper):
+    """A seat's action that fails its precondition changes nothing, not even the seat a
+    timer gave a bot; one that passes it takes the seat back (in a version of its own,
+    even when the action itself is then refused)."""
+    made = create(http, players=["ann", "bob", "cy"], on_timeout="draw", timeouts_to_bot=1)
+    sid, seats = made["session_id"], made["seats"]
+    wait_for(lambda: [e for e in events(http, sid) if e["type"] == "seat_changed" and e["player"] == "ann"], 10)
+    url = f"{http.url}/v1/sessions/{sid}"
+    read = requests.get(url, headers=auth(SERVICE_KEY), timeout=10)
+    version, hand = read.json()["version"], read.json()["state"]["players"][0]["hand"]
+    action = {"action": {"player": "ann", "type": "play", "card": hand[0]}}
+    stale = requests.post(f"{url}/actions", json=action, timeout=10,
+                          headers={**auth(seats["ann"]), "If-Match": f'"v{version - 1}"'})
+    assert stale.status_code == 412, stale.text
+    # The timer and the bots go on, but the seat was not handed back: that would be ann's.
+    assert not [e for e in events(http, sid, version) if e["type"] == "seat_changed" and "bot" not in e]
+    current = requests.get(url, headers=auth(SERVICE_KEY), timeout=10).json()["version"]
+    answer = requests.post(f"{url}/actions", json=action, timeout=10,
+                           headers={**auth(seats["ann"]), "If-Match": f'"v{current}"'})
+    assert answer.status_code in (200, 412, 422), answer.text
+    if answer.status_code != 412:  # the precondition held: ann has her seat back
+        back = [e for e in events(http, sid, current) if e["type"] == "seat_changed" and "bot" not in e]
+        assert back and back[0]["player"] == "ann" and back[0]["version"] == current + 1
