@@ -48,9 +48,19 @@ def test_if_match_compares_strongly_and_star_matches_any_version(http):
     assert weak.status_code == 412, weak.text  # the session is at v1, but a weak tag never matches
     assert _act(http, sid, seats["ann"], "8", **{"If-Match": "*"}).status_code == 200
     assert _act(http, "no-such-session", seats["ann"], "8", **{"If-Match": "*"}).status_code == 404
-    for bad in ('"x1"', "v1 v2", '"v1", "v2"'):
+    for bad in ("v1 v2", '"v1", "v2"', "v1", '"v1', '""v1""'):
         refused = _act(http, sid, seats["ann"], "8", **{"If-Match": bad})
         assert refused.status_code == 400 and refused.json()["field"] == "If-Match", bad
+    at = requests.get(f"{http.url}/v1/sessions/{sid}", headers={"Authorization": f"Bearer {seats['ann']}"},
+                      timeout=10).json()["version"]
+    # Compared as text, strongly: no tag but this API's own "vN" of the current version matches.
+    for never in (f'"v0{at}"', f'"v{at:018d}"', '"v0"', '"x1"', f'W/"v{at}"'):
+        refused = _act(http, sid, seats["ann"], "3", **{"If-Match": never})
+        assert refused.status_code == 412 and refused.json()["current_version"] == at, never
+    # The precondition is judged once the session is found and the caller known.
+    assert _act(http, "no-such-session", seats["ann"], "3", **{"If-Match": 'W/"v1"'}).status_code == 404
+    assert requests.post(f"{http.url}/v1/sessions/{sid}/actions", headers={"If-Match": 'W/"v1"'}, timeout=10,
+                         json={"action": {"player": "ann", "type": "play", "card": "3"}}).status_code == 401
 
 
 def test_if_none_match_answers_304_while_the_session_is_unchanged(http):
@@ -77,3 +87,5 @@ def test_a_401_names_the_bearer_scheme(http):
     wrong = requests.get(f"{http.url}/v1/sessions/{sid}", headers={"Authorization": "Bearer nope"}, timeout=10)
     assert wrong.status_code == 401
     assert wrong.headers["WWW-Authenticate"] == 'Bearer realm="ono99", error="invalid_token"'
+    basic = requests.get(f"{http.url}/v1/sessions/{sid}", headers={"Authorization": "Basic YTpi"}, timeout=10)
+    assert basic.status_code == 401 and basic.headers["WWW-Authenticate"] == 'Bearer realm="ono99"'

@@ -9,6 +9,7 @@ import msgspec
 from flask import Response, request
 from werkzeug.exceptions import HTTPException
 
+from ..application import bearer_token
 from ..errors import ERRORS, ServiceError
 
 log = logging.getLogger("ono99.http")
@@ -36,7 +37,7 @@ def problem_response(error: ServiceError, headers: dict[str, str] | None = None)
     if "retry_after" in error.extra:
         headers = {**(headers or {}), "Retry-After": str(error.extra["retry_after"])}
     if status == 401:  # RFC 6750: the scheme to use, and whether the token sent was refused
-        sent = request.headers.get("Authorization") is not None
+        sent = bearer_token(request.headers.get("Authorization")) is not None
         headers = {**(headers or {}), "WWW-Authenticate": 'Bearer realm="ono99"'
                    + (', error="invalid_token"' if sent else "")}
     return Response(_json.encode(body), status=status, mimetype=PROBLEM_JSON,

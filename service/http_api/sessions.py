@@ -36,7 +36,10 @@ blp = ApiBlueprint("sessions", __name__, url_prefix="/v1/sessions",
 
 AUTH: list[dict[str, list[str]]] = [{"seatToken": []}]
 TIMER_OPTIONS = ("turn_seconds", "on_timeout", "timeouts_to_bot", "timeout_bot")
-_ETAG = re.compile(r"v[0-9]{1,18}")
+# RFC 9110 entity tags: an opaque quoted string, weak with W/; this API's are "v7".
+_ENTITY_TAG = re.compile(r'(W/)?"[\x21\x23-\x7e\x80-\xff]*"')
+_OUR_TAG = re.compile(r'"v(0|[1-9][0-9]{0,17})"')
+NEVER = -1  # what a precondition pins when no ETag in it can match
 
 
 def _token() -> str | None:
@@ -45,32 +48,31 @@ def _token() -> str | None:
 
 def _entity_tags(header: str) -> list[str] | None:
     """The entity tags of an If-Match or If-None-Match value as sent (weak ones keep their
-    ``W/``); None for ``*``. Each must be an ETag of this API, such as "v7"."""
+    ``W/``); None for ``*``; 400 for a value that is no list of entity tags."""
     raw = (request.headers.get(header) or "").strip()
     if raw == "*":
         return None
     tags = [tag.strip() for tag in raw.split(",")]
-    for tag in tags:
-        if not _ETAG.fullmatch(tag.removeprefix("W/").strip('"')):
-            raise ServiceError("invalid_request", f'{header} takes ETags of this API, such as "v7", or *',
-                               field=header)
+    if not all(_ENTITY_TAG.fullmatch(tag) for tag in tags):
+        raise ServiceError("invalid_request", f'{header} takes entity tags, such as "v7", or *', field=header)
     return tags
 
 
 def _if_match() -> int | None:
     """The version ``If-Match`` pins (RFC 9110, strong comparison): ``"v7"`` is 7; ``*``
-    and no header pin none; a weak tag never matches (412)."""
+    and no header pin none; NEVER when no tag can match (a weak one, one not of this
+    API, a version that never was): the action then answers 412 once the session is
+    found and the caller known."""
     if not request.headers.get("If-Match"):
         return None
     tags = _entity_tags("If-Match")
     if tags is None:
         return None  # any current session: an unknown one answers 404 as ever
-    strong = [tag for tag in tags if not tag.startswith("W/")]
-    if not strong:
-        raise ServiceError("precondition_failed", "If-Match uses strong comparison: a weak ETag never matches")
-    if len(set(strong)) > 1:
+    ours = {int(found.group(1)) for tag in tags if (found := _OUR_TAG.fullmatch(tag))}
+    if len(ours) > 1:
         raise ServiceError("invalid_request", "If-Match takes one ETag of this API", field="If-Match")
-    return int(strong[0].strip('"')[1:])
+    version = ours.pop() if ours else NEVER
+    return version if version >= 1 else NEVER
 
 
 def _not_modified(version: int) -> bool:
@@ -150,6 +152,11 @@ class Actions(MethodView):
         """Apply the seat's action with a compare-and-set on the session version."""
         expected = body["expected_version"]
         pinned = _if_match()
+        if pinned == NEVER:
+            # Judged once the session is found and the caller known (404, 401 first).
+            current = app_layer().get_session(session_id, _token()).answer.version
+            raise ServiceError("precondition_failed", f"If-Match names no ETag of the session, which is at "
+                               f"version {current}", current_version=current)
         if pinned is not None:
             if expected is not None and expected != pinned:
                 raise ServiceError("invalid_request", "If-Match and expected_version disagree", field="If-Match")
