@@ -227,6 +227,12 @@ class Application:
                 self.admission.check_action(self.sessions.store, session_id, player)
             if session.recorded is not None:  # only after the caller is known to own the key
                 replayed = self._replay(session_id, session.recorded, fingerprint)
+                state = engine.loads_state(session.state)
+                if replayed.version == session.version and self.turns.bots_pending(session, state):
+                    # The bots' moves after it were left unmade (the call that made it went
+                    # away): the retry makes them, and its answer ends at them.
+                    return Decision(lambda _: self._after_action(session_id, replayed, state, session, scoped_key,
+                                                                 fingerprint))
                 return Decision(lambda _: Then(replayed))
             if expected_version is not None and expected_version != session.version:
                 raise ServiceError("version_conflict", f"the session is at version {session.version}",
@@ -301,7 +307,8 @@ class Application:
         view = engine.view_doc(state, answer.player)
         answer = SessionAnswer(session_id, version, answer.player,
                                answer.events + engine.redact_events(moved, answer.player),
-                               _with_deadline(view, deadline if deadline is not None else answer.view.deadline_ms))
+                               _with_deadline(view, deadline if deadline is not None else answer.view.deadline_ms),
+                               answer.replayed)
         if scoped_key:
             self.sessions.store.record(session_id, scoped_key, _record(fingerprint, answer))
         return answer

@@ -237,3 +237,44 @@ def test_deleting_a_session_ends_its_waits_at_once_with_not_found(redis_url):
         channel.close()
         rpc.stop()
         http.stop()
+
+
+def test_bot_moves_after_a_grpc_call_its_client_gave_up_on_are_still_made(redis_url):
+    """An Act whose client cancels (deadline) while the bots' pool is busy: the bot seats'
+    moves after it are made all the same (nothing but a later read would make them), and
+    a retry with the same key answers at the last of them."""
+    rpc = start_grpc(redis_url, ONO99_BOT_THREADS="1", **OPEN)
+    channel = grpc.insecure_channel(rpc.url)
+    try:
+        sessions = pb_grpc.SessionServiceStub(channel)
+        bots = {f"b{i}": pb.Bot(kind="ismcts", budget_ms=300) for i in range(3)}
+        made = sessions.CreateSession(pb.CreateSessionRequest(game=pb.NewGameRequest(
+            rules=pb.Rules(edition="2022"), players=["ann", *bots], seed_int=4), bots=bots), timeout=20)
+        ann = [("authorization", f"Bearer {made.seats['ann']}")]
+        view = sessions.GetSession(pb.GetSessionRequest(session_id=made.session_id), metadata=ann, timeout=10).view
+        action = view.legal_actions[0]
+        request = pb.ActRequest(session_id=made.session_id, action=action, idempotency_key="gave-up")
+        # The bots' one thread thinks for a second first, so the Act's bot moves wait in its queue.
+        games = pb_grpc.GameServiceStub(channel)
+        dealt = games.NewGame(pb.NewGameRequest(rules=pb.Rules(edition="2022"), players=["x", "y"]), timeout=10)
+        busy = threading.Thread(target=games.Suggest, args=(pb.SuggestRequest(
+            state=dealt.state, player="x", bot=pb.Bot(kind="ismcts", budget_ms=1000)),), kwargs={"timeout": 10})
+        busy.start()
+        time.sleep(0.2)
+        with pytest.raises(grpc.RpcError) as gave_up:
+            sessions.Act(request, metadata=ann, timeout=0.3)
+        busy.join()
+        assert gave_up.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+        service = [("authorization", f"Bearer {SERVICE_KEY}")]
+        end, moved = time.monotonic() + 15, []
+        while time.monotonic() < end and len({e.version for e in moved}) < 3:
+            listed = sessions.ListEvents(pb.ListEventsRequest(session_id=made.session_id, after_version=2),
+                                         metadata=service, timeout=10)
+            moved = [e for e in listed.events if e.type == "played" and e.player != "ann"]
+            time.sleep(0.2)
+        assert len({e.version for e in moved}) == 3, moved  # every bot seat moved, with no read to make it
+        again = sessions.Act(request, metadata=ann, timeout=10)
+        assert again.replayed and again.version == 5
+    finally:
+        channel.close()
+        rpc.stop()

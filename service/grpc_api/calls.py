@@ -159,13 +159,25 @@ class Calls:
     def __init__(self, threads: int) -> None:
         self.pool = futures.ThreadPoolExecutor(max_workers=threads, thread_name_prefix="ono99-grpc")
 
-    async def answer(self, context: grpc.aio.ServicerContext, work: Callable[[], T]) -> T:
+    async def answer(self, context: grpc.aio.ServicerContext, work: Callable[[], T], finish: bool = False) -> T:
+        """``work``'s result. ``finish``: the work runs to its end even when the call is
+        cancelled (a client that gives up must not leave a session half moved on)."""
         try:
             run = contextvars.copy_context().run
-            return await asyncio.get_running_loop().run_in_executor(self.pool, run, work)
+            future = asyncio.get_running_loop().run_in_executor(self.pool, run, work)
+            if finish:
+                future.add_done_callback(_consume)
+                return await asyncio.shield(future)
+            return await future
         except Exception as error:
             await abort(context, error)
         raise AssertionError("abort_with_status returns only by raising")
+
+
+def _consume(future: asyncio.Future[Any]) -> None:
+    """Take the outcome of work whose call went away (its error is logged, not lost)."""
+    if not future.cancelled() and future.exception() is not None:
+        log.warning("work of a cancelled call failed", exc_info=future.exception())
 
 
 async def abort(context: grpc.aio.ServicerContext, error: Exception) -> None:

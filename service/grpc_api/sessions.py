@@ -74,7 +74,7 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
         bots' own pool, so a session call's thread is never held while a bot thinks."""
         if then.finish is None:
             return then.answer
-        return await self.bot_calls.answer(context, then.finish)
+        return await self.bot_calls.answer(context, then.finish, finish=True)
 
     async def CreateSession(self, request: pb.CreateSessionRequest,
                       context: grpc.aio.ServicerContext) -> pb.CreateSessionResponse:
