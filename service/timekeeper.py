@@ -126,14 +126,16 @@ class Timekeeper:
         self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="ono99-timekeeper")
         self.bots = TakingTurns(bot_threads, self._step_done)
         self._lock = threading.Lock()
-        # Sessions being worked on (or waiting for a thread), with the deadline claimed.
+        # Sessions being worked on (or waiting for a thread), with the deadline claimed;
+        # of them, those in the bots lane.
         self._busy: dict[str, int] = {}
+        self._thinking: set[str] = set()
 
     def run_once(self) -> int:
         """One round: claim the due turns (no more than ``batch`` in the works at once)
         and hand each to a lane; how many were claimed."""
         with self._lock:
-            room = self.batch - len(self._busy)
+            room = self.batch - (len(self._busy) - len(self._thinking))
         if room <= 0:
             return 0
         due = self.store.claim_due(now_ms(), self.lease_ms, room)
@@ -149,13 +151,22 @@ class Timekeeper:
     def _force(self, session_id: str) -> None:
         forced = _run(session_id, lambda: self.turns.force(session_id, now_ms(), think=False))
         if forced is not None and forced.outcome == "thinks":
-            self.bots.submit(session_id, lambda: self.turns.force(session_id, now_ms()))
+            self._park(session_id, lambda: self.turns.force(session_id, now_ms()), first=True)
             return
+        self._step_done(session_id, forced, True, forced is not None and forced.then is not None)
+        while forced is not None and forced.then is not None and not forced.costly:
+            forced = _run(session_id, forced.then)  # a rule-of-thumb bot's move: made here, at once
         if forced is not None and forced.then is not None:
-            self._step_done(session_id, forced, True, True)
-            self.bots.submit(session_id, forced.then, first=False)
+            self._park(session_id, forced.then, first=False)
             return
-        self._step_done(session_id, forced, True, False)
+        self._step_done(session_id, forced, False, False)
+
+    def _park(self, session_id: str, step: Step, first: bool) -> None:
+        """Hand a session's next step to the bots lane; while it waits there it does not
+        count against the turns a round may claim."""
+        with self._lock:
+            self._thinking.add(session_id)
+        self.bots.submit(session_id, step, first)
 
     def _step_done(self, session_id: str, forced: Forced | None, first: bool, more: bool) -> None:
         """A step ended: report the forced move (a session's first step), and once no
@@ -165,6 +176,7 @@ class Timekeeper:
         if not more:
             with self._lock:
                 self._busy.pop(session_id, None)
+                self._thinking.discard(session_id)
 
     def _report(self, session_id: str, outcome: str) -> None:
         OUTCOMES.labels(outcome).inc()

@@ -21,7 +21,7 @@ from engine.leaving import forfeit
 from engine.state import GameStatus
 
 from . import metrics
-from .bots import Bots, bots_due, keeps_a_person
+from .bots import Bots, bots_due, keeps_a_person, next_bot
 from .errors import ServiceError
 from .sessions import Decision, Sessions
 from .store import Change, Conflict, NotDue, Session
@@ -39,6 +39,13 @@ class Forced:
 
     outcome: str
     then: Callable[[], Forced] | None = None
+    costly: bool = False  # the next step searches (an ISMCTS bot): it goes where bots think
+
+
+def costly(bot: BotSettings) -> bool:
+    """Whether a bot's move is CPU work worth a lane of its own (a search), not a rule
+    of thumb answered at once."""
+    return bot.kind == "ismcts"
 
 
 class Turns:
@@ -124,7 +131,8 @@ class Turns:
             self.sessions.store.unschedule(session_id)
             return Decision(lambda _: Forced("gone"))
         timer = session.timer
-        if not think and (player in session.bots or timer.on_timeout == "bot"):
+        bot = session.bots.get(player) or (timer.bot if timer.on_timeout == "bot" else None)
+        if not think and bot is not None and costly(bot):
             return Decision(lambda _: Forced("thinks"))
         if player in session.bots:  # its move was left unmade (a failed call, or a person's draw it waited for)
             return Decision(lambda version: self._bot_step(session_id, session, version, state,
@@ -149,13 +157,15 @@ class Turns:
         metrics.count_applied("timer", after)
         log.info("turn timed out", extra={"session_id": session_id, "version": version, "player": player,
                                           "action": timer.on_timeout})
-        if not bots_due(after, session.bots if bots is None else bots):
+        seats = session.bots if bots is None else bots
+        due = next_bot(after, seats, patient=False)
+        if due is None:
             return Forced("applied")
         refreshed = self.sessions.store.read(session_id)
         if refreshed is None:
             return Forced("applied")
         return Forced("applied", lambda: self._bot_step(session_id, refreshed, version, after,
-                                                        self.bot_moves_per_call, "applied"))
+                                                        self.bot_moves_per_call, "applied"), costly(seats[due]))
 
     def _bot_step(self, session_id: str, session: Session, version: int, state: GameState, left: int,
                   outcome: str) -> Forced:
@@ -165,9 +175,11 @@ class Turns:
                                                   renew=False, most=1)
         if not moved:
             return Forced(outcome if outcome == "applied" else "moved_on")
-        if left <= 1 or not bots_due(state, session.bots):
+        due = next_bot(state, session.bots, patient=False)
+        if left <= 1 or due is None:
             return Forced(outcome)
-        return Forced(outcome, lambda: self._bot_step(session_id, session, version, state, left - 1, outcome))
+        return Forced(outcome, lambda: self._bot_step(session_id, session, version, state, left - 1, outcome),
+                      costly(session.bots[due]))
 
     def _forced_move(self, timer: TurnTimer, state: GameState, player: str,
                      version: int) -> tuple[GameState, list[Event], dict[str, Any]]:
