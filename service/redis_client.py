@@ -49,7 +49,21 @@ def connect(url: str | None, timeout: float, sentinels: str | None = None,
 
         return RedisCluster.from_url(
             url, socket_timeout=timeout, socket_connect_timeout=timeout, retry=retry, max_connections=connections)
-    return redis.Redis.from_url(url, **options)
+    return redis.Redis.from_pool(WaitingPool.from_url(url, timeout=timeout, **options))
+
+
+class WaitingPool(redis.BlockingConnectionPool):
+    """A pool whose callers wait, up to the client's timeout, for a connection when all
+    ``max_connections`` are in use (a burst of requests queues instead of failing), and
+    then get MaxConnectionsError: the pool is full, Redis is not down."""
+
+    def get_connection(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().get_connection(*args, **kwargs)  # type: ignore[no-untyped-call]
+        except redis.ConnectionError as exc:
+            if str(exc) != "No connection available.":  # BlockingConnectionPool's own words for a full pool
+                raise
+            raise redis.exceptions.MaxConnectionsError("every connection of the pool is in use") from exc
 
 
 def unavailable(exc: Exception, operation: str = "call") -> ServiceError:

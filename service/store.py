@@ -345,6 +345,8 @@ class SessionStore:
                 log.error("ONO99_REDIS_WAIT_AOF is on but Redis keeps no append-only file (appendonly no)")
                 return False
             return True
+        except redis.exceptions.MaxConnectionsError:
+            return True  # Redis answers the others: this process is busy, not cut off
         except (redis.ConnectionError, redis.TimeoutError, redis.ResponseError):
             return False
 

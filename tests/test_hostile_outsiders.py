@@ -280,3 +280,46 @@ def test_bot_moves_after_a_grpc_call_its_client_gave_up_on_are_still_made(redis_
     finally:
         channel.close()
         rpc.stop()
+
+
+def test_a_burst_of_reads_past_the_connection_pool_waits_for_a_connection_instead_of_failing(redis_url):
+    """200 reads arriving at once on a worker whose pool holds 10 connections: each waits
+    its turn for one (no 503), readiness stays green, and the breaker never opens."""
+    http = start_http(redis_url, workers=1, ONO99_REDIS_CONNECTIONS="10", **OPEN)
+    try:
+        made = _create(http, ["ann", "bob"])
+        sid = made["session_id"]
+        view = requests.get(f"{http.url}/v1/sessions/{sid}", headers=auth(made["seats"]["ann"]), timeout=10).json()
+        assert requests.post(f"{http.url}/v1/sessions/{sid}/actions", headers=auth(made["seats"]["ann"]),
+                             json={"action": view["view"]["legal_actions"][0]}, timeout=10).status_code == 200
+        start = threading.Barrier(201)
+        codes: list[int] = []
+        lock = threading.Lock()
+
+        def read(i: int) -> None:
+            source = ("127.0.0.1" if i % 2 else "127.0.0.2", 0)
+            connection = http_client.HTTPConnection("127.0.0.1", http.port, timeout=30, source_address=source)
+            try:
+                connection.connect()
+                start.wait(10)
+                connection.request("GET", f"/v1/sessions/{sid}/events?after=1&wait=5", headers=auth(SERVICE_KEY))
+                code = connection.getresponse().status
+            except OSError:
+                code = -1
+            finally:
+                connection.close()
+            with lock:
+                codes.append(code)
+
+        threads = [threading.Thread(target=read, args=(i,)) for i in range(200)]
+        for t in threads:
+            t.start()
+        start.wait(10)
+        ready = requests.get(f"{http.url}/readyz", timeout=10).status_code
+        for t in threads:
+            t.join(40)
+        print(f"200 reads at once over 10 connections: {sorted(set(codes))}, /readyz {ready}")
+        assert codes.count(200) == 200 and ready == 200
+        assert requests.get(f"{http.url}/v1/sessions/{sid}", headers=auth(SERVICE_KEY), timeout=5).status_code == 200
+    finally:
+        http.stop()
