@@ -39,6 +39,16 @@ def redis_url():
     server.stop()
 
 
+@pytest.fixture
+def own_redis():
+    """A Redis of the test's own (the module's holds other tests' timed sessions)."""
+    from service.embedded_redis import start_embedded
+
+    server = start_embedded()
+    yield server.connection_url
+    server.stop()
+
+
 def test_grpc_bot_seats_think_off_the_session_threads(redis_url):
     """34 creations whose five bot seats think 1 s a move (more than the 32 session
     threads) leave another client's GetSession fast: the bots think on their own pool."""
@@ -134,16 +144,16 @@ def test_costly_timed_sessions_do_not_starve_a_light_sessions_forced_moves(redis
         http.stop()
 
 
-def test_a_claim_handed_back_on_stop_is_moved_by_another_timekeeper(redis_url):
+def test_a_claim_handed_back_on_stop_is_moved_by_another_timekeeper(own_redis):
     """A timekeeper that stops with claimed turns gives them back: another moves them at
     once instead of after the lease."""
     from service.store import SessionStore, keys
     from service.timers import now_ms
 
-    http = start_http(redis_url, workers=1, **OPEN)
+    http = start_http(own_redis, workers=1, **OPEN)
     try:
         made = _create(http, ["ann", "bob"], turn_seconds=1, on_timeout="draw")
-        store = SessionStore(__import__("redis").Redis.from_url(redis_url))
+        store = SessionStore(__import__("redis").Redis.from_url(own_redis))
         time.sleep(1.2)
         claimed = dict(store.claim_due(now_ms(), 60_000, 100))  # a claim with a minute's lease
         assert made["session_id"] in claimed

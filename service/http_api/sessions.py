@@ -36,9 +36,9 @@ blp = ApiBlueprint("sessions", __name__, url_prefix="/v1/sessions",
 
 AUTH: list[dict[str, list[str]]] = [{"seatToken": []}]
 TIMER_OPTIONS = ("turn_seconds", "on_timeout", "timeouts_to_bot", "timeout_bot")
-# RFC 9110 entity tags: an opaque quoted string, weak with W/; this API's are "v7".
-_ENTITY_TAG = re.compile(r'(W/)?"[\x21\x23-\x7e\x80-\xff]*"')
-_OUR_TAG = re.compile(r'"v(0|[1-9][0-9]{0,17})"')
+# The entity tags this API takes (RFC 9110 quoted, weak with W/): its own shape, "v7".
+_ENTITY_TAG = re.compile(r'(W/)?"v[0-9]{1,18}"')
+_OUR_TAG = re.compile(r'"v(0|[1-9][0-9]{0,17})"')  # the text of an ETag it hands out
 NEVER = -1  # what a precondition pins when no ETag in it can match
 
 
@@ -48,13 +48,14 @@ def _token() -> str | None:
 
 def _entity_tags(header: str) -> list[str] | None:
     """The entity tags of an If-Match or If-None-Match value as sent (weak ones keep their
-    ``W/``); None for ``*``; 400 for a value that is no list of entity tags."""
+    ``W/``); None for ``*``; 400 for a value that is no list of this API's entity tags."""
     raw = (request.headers.get(header) or "").strip()
     if raw == "*":
         return None
     tags = [tag.strip() for tag in raw.split(",")]
     if not all(_ENTITY_TAG.fullmatch(tag) for tag in tags):
-        raise ServiceError("invalid_request", f'{header} takes entity tags, such as "v7", or *', field=header)
+        raise ServiceError("invalid_request", f'{header} takes ETags of this API, such as "v7", or *',
+                           field=header)
     return tags
 
 
@@ -62,7 +63,7 @@ def _if_match() -> int | None:
     """The version ``If-Match`` pins (RFC 9110, strong comparison): ``"v7"`` is 7; ``*``
     and no header pin none; NEVER when no tag can match (a weak one, one not of this
     API, a version that never was): the action then answers 412 once the session is
-    found and the caller known."""
+    found and the caller known. The comparison is of the text: "v01" is not "v1"."""
     if not request.headers.get("If-Match"):
         return None
     tags = _entity_tags("If-Match")
