@@ -165,6 +165,48 @@ def test_a_claim_handed_back_on_stop_is_moved_by_another_timekeeper(own_redis):
         http.stop()
 
 
+class _LongPolls:
+    """``count`` event reads of ``path`` with the service key, each on a connection of its
+    own from one of two loopback addresses (each address stays within the connections
+    allowed one); ``together``: all sent at the same moment, once every one is connected.
+    A read's code is its status, 204 for a 200 without events, -1 for a network error."""
+
+    def __init__(self, port: int, path: str, count: int, together: bool = False) -> None:
+        self.port, self.path = port, path
+        self.start = threading.Barrier(count + 1) if together else None
+        self._codes: list[int] = []
+        self._lock = threading.Lock()
+        self.threads = [threading.Thread(target=self._read, args=(i,)) for i in range(count)]
+        for thread in self.threads:
+            thread.start()
+        if self.start is not None:
+            self.start.wait(10)
+
+    def _read(self, i: int) -> None:
+        source = ("127.0.0.1" if i % 2 else "127.0.0.2", 0)
+        connection = http_client.HTTPConnection("127.0.0.1", self.port, timeout=40, source_address=source)
+        try:
+            connection.connect()
+            if self.start is not None:
+                self.start.wait(10)
+            connection.request("GET", self.path, headers=auth(SERVICE_KEY))
+            answer = connection.getresponse()
+            body = json.loads(answer.read())
+            code = answer.status if answer.status != 200 or body["events"] else 204
+        except OSError:
+            code = -1
+        finally:
+            connection.close()
+        with self._lock:
+            self._codes.append(code)
+
+    def codes(self) -> list[int]:
+        """Every read's code, once all have answered."""
+        for thread in self.threads:
+            thread.join(45)
+        return self._codes
+
+
 def test_480_long_polls_woken_together_all_get_their_events(redis_url):
     """480 waiters on one session from two loopback addresses, then one action: every
     waiter gets the action's events (one read serves a wake-up), no 503."""
@@ -174,35 +216,12 @@ def test_480_long_polls_woken_together_all_get_their_events(redis_url):
         sid = made["session_id"]
         view = requests.get(f"{http.url}/v1/sessions/{sid}", headers=auth(made["seats"]["ann"]), timeout=10).json()
         action = view["view"]["legal_actions"][0]
-        results: list[int] = []
-        lock = threading.Lock()
-        path = f"/v1/sessions/{sid}/events?after=1&wait=25"
-
-        def wait(i: int) -> None:
-            # Two client addresses: each stays within the connections allowed one address.
-            source = ("127.0.0.1" if i % 2 else "127.0.0.2", 0)
-            connection = http_client.HTTPConnection("127.0.0.1", http.port, timeout=40, source_address=source)
-            try:
-                connection.request("GET", path, headers=auth(SERVICE_KEY))
-                answer = connection.getresponse()
-                body = json.loads(answer.read())
-                code = answer.status if answer.status != 200 or body["events"] else 204
-            except OSError:
-                code = -1
-            finally:
-                connection.close()
-            with lock:
-                results.append(code)
-
-        threads = [threading.Thread(target=wait, args=(i,)) for i in range(480)]
-        for t in threads:
-            t.start()
+        polls = _LongPolls(http.port, f"/v1/sessions/{sid}/events?after=1&wait=25", 480)
         time.sleep(4)  # all waiting
         acted = requests.post(f"{http.url}/v1/sessions/{sid}/actions", headers=auth(made["seats"]["ann"]),
                               json={"action": action}, timeout=10)
         assert acted.status_code == 200, acted.text
-        for t in threads:
-            t.join(40)
+        results = polls.codes()
         print(f"480 woken waiters: {sorted(set(results))} "
               f"({results.count(200)} got events, {results.count(503)} got 503)")
         assert results.count(200) == 480
@@ -302,32 +321,9 @@ def test_a_burst_of_reads_past_the_connection_pool_waits_for_a_connection_instea
         view = requests.get(f"{http.url}/v1/sessions/{sid}", headers=auth(made["seats"]["ann"]), timeout=10).json()
         assert requests.post(f"{http.url}/v1/sessions/{sid}/actions", headers=auth(made["seats"]["ann"]),
                              json={"action": view["view"]["legal_actions"][0]}, timeout=10).status_code == 200
-        start = threading.Barrier(201)
-        codes: list[int] = []
-        lock = threading.Lock()
-
-        def read(i: int) -> None:
-            source = ("127.0.0.1" if i % 2 else "127.0.0.2", 0)
-            connection = http_client.HTTPConnection("127.0.0.1", http.port, timeout=30, source_address=source)
-            try:
-                connection.connect()
-                start.wait(10)
-                connection.request("GET", f"/v1/sessions/{sid}/events?after=1&wait=5", headers=auth(SERVICE_KEY))
-                code = connection.getresponse().status
-            except OSError:
-                code = -1
-            finally:
-                connection.close()
-            with lock:
-                codes.append(code)
-
-        threads = [threading.Thread(target=read, args=(i,)) for i in range(200)]
-        for t in threads:
-            t.start()
-        start.wait(10)
+        polls = _LongPolls(http.port, f"/v1/sessions/{sid}/events?after=1&wait=5", 200, together=True)
         ready = requests.get(f"{http.url}/readyz", timeout=10).status_code
-        for t in threads:
-            t.join(40)
+        codes = polls.codes()
         print(f"200 reads at once over 10 connections: {sorted(set(codes))}, /readyz {ready}")
         assert codes.count(200) == 200 and ready == 200
         assert requests.get(f"{http.url}/v1/sessions/{sid}", headers=auth(SERVICE_KEY), timeout=5).status_code == 200
