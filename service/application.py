@@ -209,9 +209,9 @@ class Application:
 
     def act(self, session_id: str, token: str | None, parsed: engine.Action, expected_version: int | None = None,
             idempotency_key: str | None = None) -> Then[SessionAnswer]:
-        """Apply a seat's action with a compare-and-set on the session version.
-
-        """
+        """Apply a seat's action with a compare-and-set on the session version (pinned
+        by ``expected_version``, else judged again on a lost race); a retry with the same
+        ``idempotency_key`` answers as the first time."""
         _check_act(expected_version, idempotency_key)
         fingerprint = digest(_json.encode([engine.format_action(parsed), expected_version])) if idempotency_key else ""
         # A key belongs to the caller that used it (its seat token or the service key):
