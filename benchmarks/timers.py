@@ -26,9 +26,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from service.admission import Caller  # noqa: E402
 from service.application import Application  # noqa: E402
 from service.config import Settings  # noqa: E402
 from service.embedded_redis import start_embedded  # noqa: E402
+from service.requests import NewGame, NewSession  # noqa: E402
+
+SERVICE_KEY = "benchmark-service-key"
 
 
 def cpu_seconds(pid: int) -> float:
@@ -45,7 +49,8 @@ def main() -> None:
     parser.add_argument("--timekeepers", type=int, default=1)
     args = parser.parse_args()
     redis = start_embedded()
-    settings = Settings(redis_url=redis.connection_url, creates_per_minute=0, log_level="warning")
+    settings = Settings(redis_url=redis.connection_url, creates_per_minute=0, log_level="warning",
+                        service_key=SERVICE_KEY)
     app = Application.from_settings(settings)
     turn_ms = args.turn_seconds * 1000
     env = {**os.environ, "REDIS_URL": redis.connection_url, "ONO99_METRICS_PORT": "0", "ONO99_LOG_LEVEL": "warning",
@@ -57,10 +62,10 @@ def main() -> None:
         started_cpu = sum(cpu_seconds(k.pid) for k in keepers)
         gap = args.turn_seconds / args.sessions
         ids = []
+        timer = app.turn_timer({"turn_seconds": args.turn_seconds, "on_timeout": "draw", "timeouts_to_bot": 0})
         for i in range(args.sessions):
-            made = app.create_session({"edition": "2022"}, ["ann", "bob"], seed=i,
-                                      timer={"turn_seconds": args.turn_seconds, "on_timeout": "draw",
-                                             "timeouts_to_bot": 0}).done()
+            game = NewGame(app.rules({"edition": "2022"}), ["ann", "bob"], seed=i)
+            made = app.create_session(Caller("benchmark"), None, lambda game=game: NewSession(game, {}, timer)).done()
             ids.append(made.session_id)
             time.sleep(max(0.0, gap - 0.0005))
         print(f"{args.sessions} timed sessions created; running {args.seconds:.0f} s with "
@@ -74,8 +79,7 @@ def main() -> None:
             keeper.wait(timeout=30)
     lateness = []
     for session_id in ids:
-        log = app.events_for(session_id, None, 0)
-        assert log is not None
+        log = app.events(session_id, SERVICE_KEY).read()
         starts = {e["version"]: e["deadline_ms"] for e in log.events if e["type"] == "turn_started"}
         for event in log.events:
             if event["type"] == "turn_timed_out" and event["version"] + 1 in starts:

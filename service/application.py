@@ -10,7 +10,7 @@ import dataclasses
 import functools
 import logging
 import secrets
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
 import msgspec
@@ -26,7 +26,7 @@ from .bots import BotLimits, Bots, Think, bots_due, keeps_a_person, think_here
 from .config import Settings
 from .errors import ServiceError, engine_call, from_engine
 from .requests import NewGame, NewSession
-from .seats import SeatOperations
+from .seats import SeatOperations, back_to_person
 from .sessions import Decision, Sessions, digest, is_session_id
 from .signing import StateSigner
 from .store import FIRST_VERSION, Conflict, Session, SessionStore
@@ -146,16 +146,18 @@ class Application:
 
     # --- sessions ----------------------------------------------------------------------
 
-    def create_session(self, request: NewSession, caller: Caller) -> Then[SessionCreated]:
-        """Deal a game into a new session. With API keys configured only their holders
-        (and the service key) may create; creations are rate limited per key, else per
-        address."""
+    def create_session(self, caller: Caller, ttl: int | None, build: Callable[[], NewSession]) -> Then[SessionCreated]:
+        """Deal a game into a new session that lives ``ttl`` idle seconds (None: the
+        service's default). With API keys configured only their holders (and the service
+        key) may create; creations are rate limited per key, else per address. The
+        request is built by ``build`` (with this application's parsers) once the caller
+        is admitted: a caller without a key learns nothing of what it sent."""
         low, high = self.ttl_range
-        ttl = request.ttl
         if ttl is not None and not low <= ttl <= high:
             raise ServiceError("invalid_request", f"ttl_seconds must be from {low} to {high}", field="ttl_seconds")
         store = self.sessions.store
         self.admission.check_creation(store, caller.address, digest(caller.api_key) if caller.api_key else None)
+        request = build()
         bots, turn_timer, game = request.bots, request.timer, request.game
         if not keeps_a_person(game.players, bots):
             raise ServiceError("invalid_request", "a session needs at least one seat played by a person",
@@ -218,8 +220,7 @@ class Application:
         # no other caller can replay its answer, collide with it or learn that it exists.
         scoped_key = f"{digest(token or '')[:32]}:{idempotency_key}" if idempotency_key else None
 
-        def decide(session: Session, attempt: int) -> Decision[Then[SessionAnswer]]:
-            player = self.sessions.authenticate(session, token)
+        def decide(session: Session, player: str | None, attempt: int) -> Decision[Then[SessionAnswer]]:
             if player is not None and parsed.player != player:
                 raise ServiceError("forbidden", f"this seat token belongs to {player!r}, "
                                    f"not to {parsed.player!r}", player=player)
@@ -241,35 +242,35 @@ class Application:
             # its own, written in one commit with the action (so that a pinned version is
             # judged against the session as read); a refused action still hands it back.
             back = player is not None and self.seats.escalated(session, player)
-            return self._judge(session_id, session, parsed, scoped_key, fingerprint, back, token)
+            return self._judge(session_id, session, parsed, scoped_key, fingerprint, back)
 
         def pinned(lost: Conflict) -> Then[SessionAnswer]:
             raise ServiceError("version_conflict", f"the session moved on to version {lost.version}",
                                current_version=lost.version)
 
-        return self.sessions.change(session_id, decide, scoped_key, lost=pinned if expected_version else None)
+        return self.sessions.change(session_id, decide, token, idempotency_key=scoped_key,
+                                    lost=pinned if expected_version else None)
 
     def _judge(self, session_id: str, session: Session, action: engine.Action, scoped_key: str | None,
-               fingerprint: str, back: bool = False, token: str | None = None) -> Decision[Then[SessionAnswer]]:
+               fingerprint: str, back: bool = False) -> Decision[Then[SessionAnswer]]:
         """The change a seat's action makes, and its answer. In a timed session the timer
         waits while the action is judged (see SeatOperations.timer_waits). ``back``: the
         seat is taken back from the bot a timer gave it first (a version of its own)."""
         timeouts = self.seats.timer_waits(session_id, session, action.player)
         state = engine.loads_state(session.state)
         try:
-            next_state, events = _apply_counted("session", state, action)
+            next_state, events = _judged(state, action)
         except ServiceError:
             if session.timer is not None:
                 self.sessions.store.clear_inflight(session_id, action.player)
             if back:
-                self.seats.set_bot(session_id, token, action.player, None)  # the person is back all the same
+                self.seats.hand_back(session_id, session, action.player)  # the person is back all the same
             raise
         batches: list[list[Event]] = [events]
         bots = None
         if back:
-            bots = {pid: bot for pid, bot in session.bots.items() if pid != action.player}
-            timeouts = {**session.timeouts, action.player: 0}  # back: timeouts count anew
-            batches.insert(0, [{"type": "seat_changed", "player": action.player}])
+            bots, timeouts, event = back_to_person(session, action.player)
+            batches.insert(0, [event])
         version = session.version + len(batches)
         change = self.turns.write(session, state, next_state, batches, timeouts=timeouts, player=action.player,
                                   bots=bots)
@@ -284,6 +285,7 @@ class Application:
             change = dataclasses.replace(change, record=(scoped_key, _record(fingerprint, answer)))
 
         def landed(_: int) -> Then[SessionAnswer]:
+            metrics.count_applied("session", next_state)  # counted once it has landed
             log.info("action applied", extra={"session_id": session_id, "version": version,
                                               "player": action.player, "action": action.type})
             return self._after_action(session_id, answer, next_state, session, scoped_key, fingerprint)
@@ -381,23 +383,28 @@ class EventCursor:
 
 def _apply_counted(mode: str, state: GameState, action: engine.Action) -> tuple[GameState, list[Event]]:
     """engine.apply, counted in the metrics (applied, rejected by reason, games finished)."""
+    next_state, events = _judged(state, action, mode)
+    metrics.count_applied(mode, next_state)
+    return next_state, events
+
+
+def _judged(state: GameState, action: engine.Action, mode: str = "session") -> tuple[GameState, list[Event]]:
+    """engine.apply, its refusals counted (what it applies is counted once it lands)."""
     try:
-        next_state, events = engine.apply(state, action)
+        return engine.apply(state, action)
     except IllegalActionError as exc:
         metrics.count_action(mode, "rejected", exc.reason)
         raise from_engine(exc) from None
     except InvalidInputError as exc:
         metrics.count_action(mode, "rejected", "invalid")
         raise from_engine(exc) from None
-    metrics.count_applied(mode, next_state)
-    return next_state, events
 
 
 def _check_act(expected_version: int | None, idempotency_key: str | None) -> None:
     if expected_version is not None and expected_version < 1:
         raise ServiceError("invalid_request", "expected_version counts from 1", field="expected_version")
     if idempotency_key is not None and len(idempotency_key) > MAX_IDEMPOTENCY_KEY:
-        raise ServiceError("invalid_request", f"an idempotency key is at most {MAX_IDEMPOTENCY_KEY} characters",
+        raise ServiceError("invalid_request", f"idempotency_key is at most {MAX_IDEMPOTENCY_KEY} characters",
                            field="idempotency_key")
 
 
@@ -416,7 +423,7 @@ def _with_deadline(view: engine.ViewDoc, deadline: int | None) -> engine.ViewDoc
 def _check_after(after: int) -> None:
     low, high = EVENTS_AFTER_RANGE
     if not low <= after <= high:
-        raise ServiceError("invalid_request", f"the version to read after must be from {low} to {high}",
+        raise ServiceError("invalid_request", f"after must be from {low} to {high}",
                            field="after")
 
 

@@ -52,6 +52,15 @@ class ServiceError(Exception):
         self.detail = detail
         self.extra = extra
 
+    def renamed(self, names: dict[str, str]) -> ServiceError:
+        """This error with its field named as a transport names it (``names``: canonical
+        to the transport's), in ``field`` and where the detail begins with it."""
+        field = self.extra.get("field")
+        if field not in names:
+            return self
+        detail = names[field] + self.detail[len(field):] if self.detail.startswith(field) else self.detail
+        return ServiceError(self.code, detail, **{**self.extra, "field": names[field]})
+
     def problem(self) -> dict[str, Any]:
         """The RFC 9457 problem document (without ``status``, which is per transport)."""
         return {"type": f"urn:ono99:problem:{self.code}", "title": ERRORS[self.code].title,

@@ -26,10 +26,9 @@ class NewGame:
 
 @dataclass(frozen=True)
 class NewSession:
-    """A session to create: its game, the seats bots play, its turn timer (None: none),
-    and its idle time to live in seconds (None: the service's default)."""
+    """A session to create: its game, the seats bots play, and its turn timer (None:
+    none)."""
 
     game: NewGame
     bots: dict[str, BotSettings]
     timer: TurnTimer | None = None
-    ttl: int | None = None

@@ -17,7 +17,7 @@ from .answers import Then
 from .bots import Bots, bots_due, keeps_a_person
 from .errors import ServiceError, engine_call
 from .sessions import Decision, Sessions
-from .store import Session
+from .store import Conflict, Session
 from .timers import INFLIGHT_GRACE_MS, now_ms
 from .turns import Turns
 
@@ -49,7 +49,7 @@ class SeatOperations:
         return self.bots.choose(view, settings)
 
     def set_bot(self, session_id: str, token: str | None, player: str, settings: BotSettings | None) -> Then[int]:
-        """Hand ``player``'s seat to a bot (``bot`` None: back to its person), by that
+        """Hand ``player``'s seat to a bot (``settings`` None: back to its person), by that
         seat's token or the service key, as a version of its own (event
         ``seat_changed``); the bot moves at once when the seat has an action. Answers
         the hand-over's version (the session's, unchanged, when there was nothing to do)."""
@@ -57,8 +57,7 @@ class SeatOperations:
             raise ServiceError("invalid_request", "a player id is 1 to 64 letters, digits, '_' or '-'",
                                field="player")
 
-        def decide(session: Session, attempt: int) -> Decision[Then[int]]:
-            caller = self.sessions.authenticate(session, token)
+        def decide(session: Session, caller: str | None, attempt: int) -> Decision[Then[int]]:
             if caller is not None and caller != player:
                 raise ServiceError("forbidden", f"this seat token belongs to {caller!r}, not to {player!r}",
                                    player=caller)
@@ -67,26 +66,23 @@ class SeatOperations:
             state = engine.loads_state(session.state)
             if state.seat(player) is None:
                 raise ServiceError("invalid_request", f"{player!r} does not play in this session", field="player")
-            bots, timeouts = dict(session.bots), None
             if settings is None:
-                if player not in bots:
+                if player not in session.bots:
                     return Decision(Then)  # the person has the seat already
                 if player not in session.people():
                     raise ServiceError("invalid_request", f"{player!r} was made a bot seat: no person holds it",
                                        field="player")
-                del bots[player]
-                timeouts = {**session.timeouts, player: 0}  # back: timeouts count anew
+                bots, timeouts, event = back_to_person(session, player)
             else:
-                bots[player] = settings
+                bots, timeouts = {**session.bots, player: settings}, None
                 if not keeps_a_person(session.people(), bots):
                     raise ServiceError("invalid_request", "a session needs at least one seat played by a person",
                                        field="player")
-            batch: list[Event] = [{"type": "seat_changed", "player": player,
-                                   **({"bot": settings.kind} if settings else {})}]
-            change = self.turns.write(session, state, state, [batch], bots=bots, timeouts=timeouts)
+                event = {"type": "seat_changed", "player": player, "bot": settings.kind}
+            change = self.turns.write(session, state, state, [[event]], bots=bots, timeouts=timeouts)
             return Decision(functools.partial(self._handed_over, session_id, player, state, bots), change)
 
-        return self.sessions.change(session_id, decide)
+        return self.sessions.change(session_id, decide, token)
 
     def _handed_over(self, session_id: str, player: str, state: engine.GameState, bots: dict[str, Any],
                      version: int) -> Then[int]:
@@ -98,6 +94,19 @@ class SeatOperations:
     def _bots_after_handover(self, session_id: str, version: int, state: engine.GameState) -> int:
         self.turns.bots_play(session_id, self.sessions.load(session_id), version, state)
         return version
+
+    def hand_back(self, session_id: str, session: Session, player: str) -> None:
+        """Give ``player``'s seat, which a timer handed to a bot, back to its person at the
+        version read (its person's action was refused: they are back all the same); a
+        lost race leaves it to their next call."""
+        state = engine.loads_state(session.state)
+        bots, timeouts, event = back_to_person(session, player)
+        try:
+            self.sessions.store.commit(session_id, session, self.turns.write(session, state, state, [[event]],
+                                                                              bots=bots, timeouts=timeouts))
+        except Conflict:
+            return
+        log.info("seat changed", extra={"session_id": session_id, "version": session.version + 1, "player": player})
 
     @staticmethod
     def escalated(session: Session, player: str) -> bool:
@@ -117,3 +126,10 @@ class SeatOperations:
         if session.deadline and left > 0:
             self.sessions.store.mark_inflight(session_id, player, left + INFLIGHT_GRACE_MS)
         return {**session.timeouts, player: 0} if session.timeouts.get(player) else None
+
+
+def back_to_person(session: Session, player: str) -> tuple[dict[str, BotSettings], dict[str, int], Event]:
+    """A seat back with its person: the bots left, the timeouts (the seat's count anew)
+    and the event that says so."""
+    bots = {pid: bot for pid, bot in session.bots.items() if pid != player}
+    return bots, {**session.timeouts, player: 0}, {"type": "seat_changed", "player": player}

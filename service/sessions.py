@@ -91,16 +91,19 @@ class Sessions:
         self.store.touch(session_id, session.ttl)
         return session, reader
 
-    def change(self, session_id: str, decide: Callable[[Session, int], Decision[T]],
-               idempotency_key: str | None = None, lost: Callable[[Conflict], T] | None = None,
-               attempts: int = 5) -> T:
-        """Load the session, ``decide(session, attempt)``, commit its change with the
-        compare-and-set at the version read, and answer. A lost race decides again on the
-        new state, unless ``lost`` answers it (a caller that pinned the version, a
-        timekeeper that finds the turn moved on)."""
+    def change(self, session_id: str, decide: Callable[[Session, str | None, int], Decision[T]],
+               token: str | None = None, internal: bool = False, idempotency_key: str | None = None,
+               lost: Callable[[Conflict], T] | None = None, attempts: int = 5) -> T:
+        """Load the session, authenticate ``token`` against it (``internal``: the
+        service's own change, a timekeeper's, with no caller), ``decide(session, caller,
+        attempt)`` (caller: the token's player, None for the service key or an internal
+        change), commit its change with the compare-and-set at the version read, and
+        answer. A lost race decides again on the new state, unless ``lost`` answers it (a
+        caller that pinned the version, a timekeeper that finds the turn moved on)."""
         for attempt in range(attempts):
             session = self.load(session_id, idempotency_key)
-            decision = decide(session, attempt)
+            caller = None if internal else self.authenticate(session, token)
+            decision = decide(session, caller, attempt)
             if decision.change is None:
                 return decision.answer(session.version)
             try:

@@ -109,8 +109,8 @@ class Turns:
         ``moved_on``, and with ``think`` False ``thinks``: the move needs a bot, whose
         work goes where bots think), and the bot seats' first move due after it."""
         try:
-            return self.sessions.change(session_id, lambda session, _: self._decide_forced(
-                session_id, session, now, think), lost=lambda _: Forced("moved_on"))
+            return self.sessions.change(session_id, lambda session, _caller, _attempt: self._decide_forced(
+                session_id, session, now, think), internal=True, lost=lambda _: Forced("moved_on"))
         except NotDue:
             return Forced("not_due")
         except ServiceError as error:

@@ -105,7 +105,7 @@ def test_idempotency_key_replays_the_first_answer(client):
     too_long = {**auth(ann), "Idempotency-Key": "k" * 201}
     p = problem(client.post(f"/v1/sessions/{sid}/actions", json={"action": other}, headers=too_long),
                 400, "invalid_request")
-    assert p["field"] == "Idempotency-Key"
+    assert p["field"] == "Idempotency-Key" and p["detail"] == "Idempotency-Key is at most 200 characters"
 
 
 def test_event_log_after_a_version_is_redacted_per_viewer(client):
@@ -149,3 +149,17 @@ def test_session_keys_share_one_cluster_slot_and_expire(client, redis_url):
         refused = client.post("/v1/sessions", json={"rules": {"edition": "2022"}, "players": ["ann", "bob"],
                                                     "ttl_seconds": ttl})
         assert problem(refused, 400, "invalid_request")["field"] == "ttl_seconds"  # one bound, one shape
+
+
+def test_a_creation_is_admitted_before_what_it_sends_is_judged(redis_url):
+    """Without a key where keys are required, a malformed creation is 401, not a 400
+    that tells the caller what is wrong with it (nor does it escape the rate limit)."""
+    from service.http_api import create_app
+    from tests.conftest import make_settings
+
+    keyed = create_app(make_settings(redis_url, api_keys="k1"), warn_unsigned=False).test_client()
+    bad = {"rules": {"edition": "1999"}, "players": ["ann", "bob"]}
+    problem(keyed.post("/v1/sessions", json=bad), 401, "unauthorized")
+    problem(keyed.post("/v1/sessions", json=bad, headers={"X-API-Key": "k1"}), 400, "invalid_request")
+    off = create_app(make_settings(redis_url, sessions=False), warn_unsigned=False).test_client()
+    problem(off.post("/v1/sessions", json=bad), 503, "unavailable")

@@ -19,9 +19,8 @@ def to_status(error: ServiceError) -> grpc.Status:
     """The gRPC status of a service error: code, message and an ErrorInfo detail whose
     ``reason`` is the stable code and whose metadata carries rule, reason, field, ...;
     a RetryInfo detail too when the error says when to retry."""
+    error = error.renamed(FIELD_NAMES)
     metadata = {k: str(v) for k, v in error.extra.items() if k != "errors"}
-    if metadata.get("field") in FIELD_NAMES:
-        metadata["field"] = FIELD_NAMES[metadata["field"]]
     info = error_details_pb2.ErrorInfo(reason=error.code, domain="ono99", metadata=metadata)
     details = [_packed(info)]
     if "retry_after" in error.extra:  # google.rpc.RetryInfo: when a retry may succeed

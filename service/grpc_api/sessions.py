@@ -93,11 +93,13 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
                      "on_timeout": request.on_timeout or None,
                      "timeouts_to_bot": request.timeouts_to_bot if request.HasField("timeouts_to_bot") else None,
                      "timeout_bot": convert.bot_doc(request.timeout_bot) if request.HasField("timeout_bot") else None}
-            ids, bots = self.app.seating(players)
-            return self.app.create_session(NewSession(
-                NewGame(self.app.rules(convert.rules_doc(game.rules)), ids, seed_of(game),
-                        convert.cards(game.deck, "deck") if game.deck else None),
-                bots, self.app.turn_timer(timer), request.ttl_seconds or None), caller)
+            def build() -> NewSession:  # in the order the checks answer: seats, timer, rules
+                ids, bots = self.app.seating(players)
+                turn_timer = self.app.turn_timer(timer)
+                return NewSession(NewGame(self.app.rules(convert.rules_doc(game.rules)), ids, seed_of(game),
+                                          convert.cards(game.deck, "deck") if game.deck else None),
+                                  bots, turn_timer)
+            return self.app.create_session(caller, request.ttl_seconds or None, build)
 
         def answer(made: SessionCreated) -> pb.CreateSessionResponse:
             response = pb.CreateSessionResponse(session_id=made.session_id, version=made.version, seats=made.seats,

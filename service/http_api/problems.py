@@ -29,9 +29,7 @@ FIELD_NAMES = {"idempotency_key": "Idempotency-Key"}
 def problem_response(error: ServiceError, headers: dict[str, str] | None = None) -> Response:
     """The problem+json response of a service error."""
     status = ERRORS[error.code].http
-    body = {**error.problem(), "status": status}
-    if body.get("field") in FIELD_NAMES:
-        body["field"] = FIELD_NAMES[body["field"]]
+    body = {**error.renamed(FIELD_NAMES).problem(), "status": status}
     if status >= 500:
         log.error("request failed", extra={"code": error.code, "path": request.path})
     if "retry_after" in error.extra:

@@ -97,10 +97,12 @@ class Sessions(MethodView):
         # An API key in X-API-Key; the service key there or, as on every other call, as a bearer token.
         caller = Caller(request.remote_addr or "unknown", request.headers.get("X-API-Key") or _token())
         app = app_layer()
-        ids, bots = app.seating(body["players"])
-        request_ = NewSession(NewGame(app.rules(body["rules"]), ids, body["seed"], body["deck"]), bots,
-                              app.turn_timer({name: body[name] for name in TIMER_OPTIONS}), body["ttl_seconds"])
-        made = app.create_session(request_, caller).done()
+
+        def build() -> NewSession:  # in the order the checks answer: seats, timer, rules
+            ids, bots = app.seating(body["players"])
+            timer = app.turn_timer({name: body[name] for name in TIMER_OPTIONS})
+            return NewSession(NewGame(app.rules(body["rules"]), ids, body["seed"], body["deck"]), bots, timer)
+        made = app.create_session(caller, body["ttl_seconds"], build).done()
         return json_response({"session_id": made.session_id, "version": made.version, "seats": made.seats,
                               "view": made.view, "events": made.events}, 201,
                              headers={"Location": f"/v1/sessions/{made.session_id}", "ETag": f'"v{made.version}"'})
