@@ -11,6 +11,7 @@ from engine import Event, GameState
 from engine.events import PLAYER
 
 from .signing import StateSigner
+from .timers import ON_TIMEOUT
 
 T = TypeVar("T")
 
@@ -110,7 +111,7 @@ SESSION_EVENT_FIELDS: dict[str, tuple[dict[str, object], tuple[str, ...]]] = {
     "turn_started": ({"player": {**PLAYER, "description": "who is to act"},
                       "deadline_ms": {"type": "integer", "description": "the turn's end, epoch ms"}},
                      ("player", "deadline_ms")),
-    "turn_timed_out": ({"player": PLAYER, "on_timeout": {"enum": ["bot", "draw", "forfeit"]},
+    "turn_timed_out": ({"player": PLAYER, "on_timeout": {"enum": list(ON_TIMEOUT)},
                         "deadline_ms": {"type": "integer"},
                         "action": {"$ref": "#/components/schemas/ActionDoc",
                                    "description": "the move made for the player (none for a forfeit)"}},
