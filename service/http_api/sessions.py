@@ -39,7 +39,9 @@ TIMER_OPTIONS = ("turn_seconds", "on_timeout", "timeouts_to_bot", "timeout_bot")
 # The entity tags this API takes (RFC 9110 quoted, weak with W/): its own shape, "v7".
 _ENTITY_TAG = re.compile(r'(W/)?"v[0-9]{1,18}"')
 _OUR_TAG = re.compile(r'"v(0|[1-9][0-9]{0,17})"')  # the text of an ETag it hands out
-NEVER = -1  # what a precondition pins when no ETag in it can match
+# What a precondition pins when no ETag in it can match: a version no session reaches,
+# so the action answers as any other stale pin does (after 401, 403 and 404).
+NEVER = 2**63 - 1
 
 
 def _token() -> str | None:
@@ -62,8 +64,7 @@ def _entity_tags(header: str) -> list[str] | None:
 def _if_match() -> int | None:
     """The version ``If-Match`` pins (RFC 9110, strong comparison): ``"v7"`` is 7; ``*``
     and no header pin none; NEVER when no tag can match (a weak one, one not of this
-    API, a version that never was): the action then answers 412 once the session is
-    found and the caller known. The comparison is of the text: "v01" is not "v1"."""
+    API, a version that never was). The comparison is of the text: "v01" is not "v1"."""
     if not request.headers.get("If-Match"):
         return None
     tags = _entity_tags("If-Match")
@@ -155,13 +156,8 @@ class Actions(MethodView):
         """Apply the seat's action with a compare-and-set on the session version."""
         expected = body["expected_version"]
         pinned = _if_match()
-        if pinned == NEVER:
-            # Judged once the session is found and the caller known (404, 401 first).
-            current = app_layer().get_session(session_id, _token()).answer.version
-            raise ServiceError("precondition_failed", f"If-Match names no ETag of the session, which is at "
-                               f"version {current}", current_version=current)
         if pinned is not None:
-            if expected is not None and expected != pinned:
+            if expected is not None and expected != pinned != NEVER:
                 raise ServiceError("invalid_request", "If-Match and expected_version disagree", field="If-Match")
             expected = pinned
         try:
