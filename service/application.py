@@ -22,7 +22,7 @@ from engine.bots import BotSettings, Suggestion
 from . import metrics
 from .admission import Admission, Caller, Limits
 from .answers import EventsRead, Outcome, SessionAnswer, SessionCreated, SessionRead, Then
-from .bots import BotLimits, Bots, Think, bots_due, keeps_a_person, think_here
+from .bots import BotLimits, Bots, Think, bots_due, think_here
 from .config import Settings
 from .errors import ServiceError, engine_call, from_engine
 from .requests import NewGame, NewSession
@@ -158,10 +158,7 @@ class Application:
         store = self.sessions.store
         self.admission.check_creation(store, caller.address, digest(caller.api_key) if caller.api_key else None)
         request = build()
-        bots, turn_timer, game = request.bots, request.timer, request.game
-        if not keeps_a_person(game.players, bots):
-            raise ServiceError("invalid_request", "a session needs at least one seat played by a person",
-                               field="players")
+        bots, turn_timer, game = request.bots, request.timer, request.game  # seating() kept a person's seat
         state, events = engine_call(engine.new_game, game.rules, game.players, seed=game.seed, deck=game.deck)
         deadline = 0
         if turn_timer is not None and to_act(state) is not None:
