@@ -100,6 +100,17 @@ def throwaway_redis():
     server.stop()
 
 
+@pytest.fixture
+def own_redis():
+    """A Valkey server of one test's own: for state that must not reach other tests'
+    servers (a creation limit used up, a store filled, timed sessions left behind)."""
+    from service.embedded_redis import start_embedded
+
+    server = start_embedded()
+    yield server.connection_url
+    server.stop()
+
+
 @pytest.fixture(scope="session", params=["throwaway", "machine"])
 def redis_url(request, throwaway_redis):
     """The store tests run against the throwaway server, and against the machine's Redis

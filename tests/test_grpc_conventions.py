@@ -8,7 +8,6 @@ import threading
 import time
 
 import grpc
-import pytest
 from google.rpc import error_details_pb2, status_pb2
 from grpc_reflection.v1alpha import reflection_pb2
 
@@ -25,17 +24,6 @@ def _create(stub):
 def _details(error: grpc.RpcError) -> list:
     status = status_pb2.Status.FromString(dict(error.trailing_metadata())["grpc-status-details-bin"])
     return list(status.details)
-
-
-@pytest.fixture
-def own_redis():
-    """A Redis of this test's own: its creation limit's state (kept per address) must not
-    reach the other tests' servers."""
-    from service.embedded_redis import start_embedded
-
-    server = start_embedded()
-    yield server.connection_url
-    server.stop()
 
 
 def test_a_rate_limited_call_carries_retry_info(own_redis):

@@ -39,16 +39,6 @@ def redis_url():
     server.stop()
 
 
-@pytest.fixture
-def own_redis():
-    """A Redis of the test's own (the module's holds other tests' timed sessions)."""
-    from service.embedded_redis import start_embedded
-
-    server = start_embedded()
-    yield server.connection_url
-    server.stop()
-
-
 def test_grpc_bot_seats_think_off_the_session_threads(redis_url):
     """34 creations whose five bot seats think 1 s a move (more than the 32 session
     threads) leave another client's GetSession fast: the bots think on their own pool."""

@@ -8,19 +8,11 @@ import pytest
 import redis
 import requests
 
-from service.embedded_redis import start_embedded
 from tests.conftest import start_http
 
 GAME = {"rules": {"edition": "2022"}, "players": ["ann", "bob"], "seed": 5}
 LARGEST = {"rules": {"edition": "2022", "deck": {c: 1000 for c in ("0", "1", "2", "3", "4", "5", "6", "7")}},
            "players": ["ann", "bob"], "seed": 5}
-
-
-@pytest.fixture
-def own_redis():
-    server = start_embedded()
-    yield server.connection_url
-    server.stop()
 
 
 def test_a_full_redis_answers_503_and_play_goes_on_where_it_can(own_redis):
