@@ -101,9 +101,10 @@ HIDDEN = {"draw_pile", "seed", "shuffles"}
 
 @pytest.mark.parametrize("name", FIELDS)
 def test_a_seats_view_and_the_states_a_bot_deals_from_it_keep_the_field(samples, name):
-    state = samples[name]
+    state = samples[name]  # the first state that sets the field: in play unless only game over does
     if state.status != "playing":
-        return  # a bot deals only states in play
+        assert name in ("status", "winners"), name
+        pytest.skip(f"{name} differs from a new game's only once the game is over; a bot deals states in play")
     for seat, player in enumerate(state.players):
         dealt = Seat(view_doc(state, player.id)).deal(random.Random(seat))
         for field in set(FIELDS) - HIDDEN - {"players"}:
