@@ -78,24 +78,36 @@ def _check_shown(answer: object, shown: str) -> None:
         assert seen[:len(types)] == types, (seen, shown)
 
 
-def _curl(words: list[str], port: int) -> requests.Response:
-    method, headers, data, url = None, {}, None, None
+def _read_options(words: list[str], flags: set[str], valued: set[str]) -> tuple[dict[str, list[str]], list[str]]:
+    """A command's options as its tool reads them: each of ``valued`` with its values
+    (in order), each of ``flags`` with none; and its other words. Any other option is
+    one this test cannot read, and fails it."""
+    options: dict[str, list[str]] = {}
+    others: list[str] = []
     rest = iter(words[1:])
     for word in rest:
-        if word == "-X":
-            method = next(rest)
-        elif word == "-H":
-            name, _, value = next(rest).partition(":")
-            headers[name.strip()] = value.strip()
-        elif word == "-d":
-            data = next(rest)
-        elif word == "-s":
-            continue
+        if word in valued:
+            options.setdefault(word, []).append(next(rest))
+        elif word in flags:
+            options.setdefault(word, [])
         elif word.startswith("-"):
-            raise AssertionError(f"a curl option this test does not read: {word}")
+            raise AssertionError(f"a {words[0]} option this test does not read: {word}")
         else:
-            url = word
-    assert url is not None
+            others.append(word)
+    return options, others
+
+
+def _headers(values: list[str]) -> list[tuple[str, str]]:
+    return [(name.strip(), value.strip()) for name, _, value in (v.partition(":") for v in values)]
+
+
+def _curl(words: list[str], port: int) -> requests.Response:
+    options, urls = _read_options(words, {"-s"}, {"-X", "-H", "-d"})
+    method = options.get("-X", [None])[-1]
+    headers = dict(_headers(options.get("-H", [])))
+    data = options.get("-d", [None])[-1]
+    assert len(urls) == 1, urls
+    url = urls[0]
     url = url.replace("localhost:8080", f"127.0.0.1:{port}")
     return requests.request(method or ("POST" if data is not None else "GET"),
                             url if url.startswith("http") else f"http://{url}", headers=headers, data=data,
@@ -122,20 +134,9 @@ def test_every_curl_example_answers_as_the_docs_show(servers, name, block):
 
 
 def _grpcurl(words: list[str], address: str) -> list[dict]:
-    metadata, data, target = [], "{}", []
-    rest = iter(words[1:])
-    for word in rest:
-        if word == "-H":
-            name, _, value = next(rest).partition(":")
-            metadata.append((name.strip().lower(), value.strip()))
-        elif word == "-d":
-            data = next(rest)
-        elif word == "-plaintext":
-            continue
-        elif word.startswith("-"):
-            raise AssertionError(f"a grpcurl option this test does not read: {word}")
-        else:
-            target.append(word)
+    options, target = _read_options(words, {"-plaintext"}, {"-H", "-d"})
+    metadata = [(name.lower(), value) for name, value in _headers(options.get("-H", []))]
+    data = options.get("-d", ["{}"])[-1]
     assert target[0] == "localhost:50051", target
     service, _, method = target[1].rpartition("/")
     descriptor = pb.DESCRIPTOR.services_by_name[service.rpartition(".")[2]].methods_by_name[method]
