@@ -59,11 +59,11 @@ class Outcome:
 
 @dataclass(frozen=True)
 class EventsRead:
-    """One read of a session's event log: the events (each with its ``version``), the
-    last version read, and whether more may follow at once (the read was a full page)."""
+    """One read of a session's event log: the events (each with its ``version``), and
+    whether more may follow at once (the read was a full page). Where the next read
+    starts is the cursor's (application.EventCursor)."""
 
     events: list[Event]
-    last: int
     more: bool
 
 

@@ -375,7 +375,7 @@ class EventCursor:
                 shown = event if self.viewer is None else engine.redact_event(event, self.viewer)
                 out.append({**shown, "version": offset})
         self.after = after + len(batches)
-        return EventsRead(out, self.after, len(batches) == EVENTS_PAGE)
+        return EventsRead(out, len(batches) == EVENTS_PAGE)
 
 
 def _apply_counted(mode: str, state: GameState, action: engine.Action) -> tuple[GameState, list[Event]]:
