@@ -21,7 +21,7 @@ from .errors import InvalidInputError, convert, invalid_from_msgspec
 from .game import can_act
 from .rules import ELIMINATION, LOWEST_SCORE, MANUAL, POINTS, TOKENS, Rules, resolve_rules, rules_to_dict
 from .shuffle import SEED_MAX_LENGTH
-from .state import ACTIVE, OUT, OUT_OF_ROUND, PLAYING, GameState, GameStatus, Play2, Player, PlayerStatus
+from .state import ACTIVE, OUT, OUT_OF_ROUND, PLAYING, GameState, GameStatus, Play2, Player, PlayerStatus, Turn
 
 Card = Literal["0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10",
                "-10", "reverse", "play2", "ono99", "hold"]
@@ -91,27 +91,45 @@ _encoder: Final = msgspec.json.Encoder()
 _state_decoder: Final = msgspec.json.Decoder(StateDoc)
 
 
+# The state's fields a document holds in another form (seats as player ids, tuples as
+# lists, the turn split into play2 and turn); every other field of the same name in the
+# state and a document holds the same value, and is copied by name.
+_CONVERTED: Final = frozenset({"rules", "players", "draw_pile", "discard_pile", "current", "turn",
+                               "winners", "round_starter", "owed_draws"})
+
+
+def plain_fields(doc: type[Struct]) -> tuple[str, ...]:
+    """The fields of a document type copied by name from the state (see _CONVERTED)."""
+    return tuple(f for f in doc.__struct_fields__ if f in GameState.__struct_fields__ and f not in _CONVERTED)
+
+
+def seat_fields(state: GameState) -> dict[str, Any]:
+    """The round's fields that name players, as a state document and a view show them."""
+    players = state.players
+    play2 = state.turn.play2
+    return {
+        "current": None if state.current is None else players[state.current].id,
+        "play2": None if play2 is None else Play2Doc(players[play2.player].id, play2.cards_left),  # type: ignore[arg-type]
+        "winners": [players[i].id for i in state.winners],
+        "round_starter": players[state.round_starter].id,
+        "owed_draws": [players[i].id for i in state.owed_draws],
+        "turn": TurnDoc(state.turn.swapped, state.turn.ono99_played),
+    }
+
+
+_PLAIN: Final = plain_fields(StateDoc)
+
+
 def state_to_doc(state: GameState) -> StateDoc:
     """The document of ``state``."""
-    players = state.players
-    play2 = state.play2
     return StateDoc(
         rules=rules_to_dict(state.rules),
-        players=[PlayerDoc(p.id, list(p.hand), p.status, p.tokens, p.score, p.busted) for p in players],  # type: ignore[arg-type]
+        players=[PlayerDoc(p.id, list(p.hand), p.status, p.tokens, p.score, p.busted)  # type: ignore[arg-type]
+                 for p in state.players],
         draw_pile=list(state.draw_pile),  # type: ignore[arg-type]
         discard_pile=list(state.discard_pile),  # type: ignore[arg-type]
-        total=state.total,
-        direction=state.direction,  # type: ignore[arg-type]
-        current=None if state.current is None else players[state.current].id,
-        play2=None if play2 is None else Play2Doc(players[play2.player].id, play2.cards_left),  # type: ignore[arg-type]
-        status=state.status,
-        round=state.round,
-        winners=[players[i].id for i in state.winners],
-        seed=state.seed,
-        shuffles=state.shuffles,
-        round_starter=players[state.round_starter].id,
-        owed_draws=[players[i].id for i in state.owed_draws],
-        turn=TurnDoc(state.swapped, state.ono99_played),
+        **seat_fields(state),
+        **{f: getattr(state, f) for f in _PLAIN},
     )
 
 
@@ -161,14 +179,14 @@ def state_from_doc(doc: StateDoc) -> GameState:
     winners = seats.list(doc.winners, "winners")
     if winners:
         _check_finished(rules, players, winners)
+    _total(rules, doc, players)
     state = GameState(
         rules=rules, players=tuple(players), draw_pile=tuple(doc.draw_pile),
-        discard_pile=tuple(doc.discard_pile), total=_total(rules, doc, players), direction=doc.direction,
-        current=current, play2=_play2(doc, current), round=doc.round, status=doc.status, winners=winners,
-        seed=doc.seed, shuffles=doc.shuffles,
+        discard_pile=tuple(doc.discard_pile), current=current,
+        turn=Turn(_play2(doc, current), doc.turn.swapped, doc.turn.ono99_played), winners=winners,
         round_starter=0 if doc.round_starter is None else seats.of(doc.round_starter, "round_starter"),
-        owed_draws=_owed_draws(rules, doc, players, seats), swapped=doc.turn.swapped,
-        ono99_played=doc.turn.ono99_played)
+        owed_draws=_owed_draws(rules, doc, players, seats),
+        **{f: getattr(doc, f) for f in _PLAIN})
     _check_turn(rules, state)
     _check_hands(state)
     return state
@@ -232,7 +250,7 @@ class _Seats:
         return seats
 
 
-def _total(rules: Rules, doc: StateDoc, players: list[Player]) -> int:
+def _total(rules: Rules, doc: StateDoc, players: list[Player]) -> None:
     """R-TURN-2, R-TOT-2: in points scoring each bust may pass the limit by up to 10.
     With no floor every -10 may be played once per pass through the draw pile: once
     from the deal, and once more after each reshuffle."""
@@ -241,7 +259,6 @@ def _total(rules: Rules, doc: StateDoc, players: list[Player]) -> int:
     high = rules.limit - 1 + 10 * sum(p.busted for p in players)
     if not low <= doc.total <= high:
         raise _fail(f"must be from {low} to {high} under these rules", "total")
-    return doc.total
 
 
 def _check_progress(doc: StateDoc) -> None:
@@ -306,9 +323,9 @@ def _check_hands(state: GameState) -> None:
 def _check_turn(rules: Rules, state: GameState) -> None:
     """The player to act is active and can act (R-ELIM-2); what they did this turn fits."""
     playing = state.status == PLAYING
-    if state.swapped and (not playing or not rules.ono99_swap or rules.ono99_swap_ends_turn):
+    if state.turn.swapped and (not playing or not rules.ono99_swap or rules.ono99_swap_ends_turn):
         raise _fail("a swap leaves the turn open only with ono99_swap_ends_turn false", "turn.swapped")
-    if state.ono99_played and (not playing or not rules.ono99_on_zero):
+    if state.turn.ono99_played and (not playing or not rules.ono99_on_zero):
         raise _fail("an ono99 is played only with ono99_on_zero", "turn.ono99_played")
     if state.current is not None:
         player = state.players[state.current]
@@ -370,6 +387,8 @@ __all__ = [
     "dumps_state",
     "encode_state",
     "loads_state",
+    "plain_fields",
+    "seat_fields",
     "state_from_doc",
     "state_to_doc",
 ]

@@ -67,8 +67,7 @@ def new_game(rules: Rules | Mapping[str, Any], players: Iterable[str] | Any,
     seated = tuple(Player(id=pid, hand=tuple(h), status=ACTIVE, tokens=tokens)
                    for pid, h in zip(ids, hands, strict=True))
     state = GameState(rules=rules, players=seated, draw_pile=tuple(order[need:]), discard_pile=(), total=0,
-                      direction=1, current=0, play2=None, round=1, status=PLAYING, winners=(), seed=seed,
-                      shuffles=shuffles, round_starter=0, owed_draws=(), swapped=False, ono99_played=False)
+                      direction=1, current=0, status=PLAYING, seed=seed, shuffles=shuffles)
     t = Table(state)
     enter_turn(t)
     return t.freeze(), t.events

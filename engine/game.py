@@ -20,6 +20,7 @@ from .scoring import points_round_over, token_round_over
 from .state import (
     ACTIVE,
     DRAW,
+    NEW_TURN,
     OUT,
     OUT_OF_ROUND,
     PLAY,
@@ -29,6 +30,7 @@ from .state import (
     ActionType,
     GameState,
     Play2,
+    Turn,
 )
 from .table import Event, Table, active_count, draw_card, end_game, forfeit_draws, next_active, take_top
 
@@ -54,11 +56,7 @@ class _Position(Protocol):
     @property
     def total(self) -> int: ...
     @property
-    def play2(self) -> Play2 | None: ...
-    @property
-    def ono99_played(self) -> bool: ...
-    @property
-    def swapped(self) -> bool: ...
+    def turn(self) -> Turn: ...
 
 
 def new_total(rules: Rules, total: int, card: str) -> int:
@@ -82,10 +80,10 @@ def why_not(s: _Position, card: str) -> tuple[str, str] | None:
             return _ONO99_UNPLAYABLE  # R-99-1
         if s.total % 10:
             return _ONO99_NOT_ON_ZERO  # R-99-3
-        if s.ono99_played:
+        if s.turn.ono99_played:
             return _ONE_ONO99  # R-99-3
     elif card == "play2" and not rules.play2_as_first_card:
-        play2 = s.play2
+        play2 = s.turn.play2
         if play2 is not None and play2.cards_left == 2:
             return _PLAY2_FIRST  # R-P2-3
     if new_total(rules, s.total, card) >= rules.limit:
@@ -95,7 +93,7 @@ def why_not(s: _Position, card: str) -> tuple[str, str] | None:
 
 def _can_swap(s: _Position, hand: tuple[str, ...]) -> bool:
     """R-99-2: four ono99 cards in hand, swap allowed, not yet swapped this turn."""
-    return s.rules.ono99_swap and not s.swapped and hand.count("ono99") >= 4
+    return s.rules.ono99_swap and not s.turn.swapped and hand.count("ono99") >= 4
 
 
 def _can_bust(rules: Rules) -> bool:
@@ -213,7 +211,7 @@ def _play(t: Table, seat: int, card: str, bust: bool) -> None:
     events.append({"type": "played", "player": pid, "card": card, "total": total})
     if t.owed_draws:
         forfeit_draws(t)
-    play2 = t.play2
+    play2 = t.turn.play2
     first_of_two = play2 is not None and play2.cards_left == 2
     deflect = _card_effect(t, card, first_of_two)
     drawn = None
@@ -232,7 +230,7 @@ def _play(t: Table, seat: int, card: str, bust: bool) -> None:
     if bust:
         events.append({"type": "out_of_round", "player": pid, "reason": "busted"})  # R-PTS-1
     if first_of_two and not deflect and not bust:
-        t.play2 = Play2(seat, 1)  # R-P2-1: the second card follows
+        t.turn = structs.replace(t.turn, play2=Play2(seat, 1))  # R-P2-1: the second card follows
         enter_turn(t)
     elif bust and play2 is not None:
         # R-P2-5: the obligated player left the round, which clears the obligation,
@@ -256,7 +254,7 @@ def _card_effect(t: Table, card: str, first_of_two: bool) -> bool:
         return first_of_two and "reverse" in rules.play2_deflectors and (
             n_active > 2 or rules.reverse_deflects_in_two_player)  # R-P2-6
     if card == "ono99":
-        t.ono99_played = True  # R-99-3
+        t.turn = structs.replace(t.turn, ono99_played=True)  # R-99-3
     return first_of_two and card in rules.play2_deflectors  # R-P2-2, R-P2-3
 
 
@@ -268,7 +266,7 @@ def _apply_swap(state: GameState, seat: int) -> tuple[GameState, list[Event]]:
         raise IllegalActionError("R-TURN-1", "not_your_turn", "only the player to act may swap")
     hand = state.players[seat].hand
     if not _can_swap(state, hand):
-        if state.swapped:
+        if state.turn.swapped:
             raise IllegalActionError("R-99-2", "already_swapped", "one swap per turn")
         raise IllegalActionError("R-99-2", "swap_needs_four_ono99", "the swap needs four ono99 cards in hand")
     t = Table(state)
@@ -285,13 +283,14 @@ def _apply_swap(state: GameState, seat: int) -> tuple[GameState, list[Event]]:
         draw_card(t, seat)
     if rules.ono99_swap_ends_turn:
         # R-99-2: the swap is the turn's play (one of two under a Play 2; no deflection).
-        if t.play2 is not None and t.play2.cards_left == 2:
-            t.play2 = Play2(seat, 1)
+        play2 = t.turn.play2
+        if play2 is not None and play2.cards_left == 2:
+            t.turn = structs.replace(t.turn, play2=Play2(seat, 1))
             enter_turn(t)
         else:
             _end_turn(t, seat, obligate=False)
     else:
-        t.swapped = True
+        t.turn = structs.replace(t.turn, swapped=True)
         enter_turn(t)
     return t.freeze(), t.events
 
@@ -313,14 +312,14 @@ def _apply_draw(state: GameState, seat: int) -> tuple[GameState, list[Event]]:
 
 def _end_turn(t: Table, seat: int, obligate: bool) -> None:
     """Pass the turn on from ``seat``; ``obligate`` puts the next player under a Play 2."""
-    t.new_turn()
+    t.turn = NEW_TURN
     if t.rules.scoring == POINTS and active_count(t.players) == 1:
         points_round_over(t)  # R-PTS-3: one player left in the round
     else:
         nxt = next_active(t, seat)
         t.current = nxt
         if obligate:
-            t.play2 = Play2(nxt, 2)
+            t.turn = Turn(play2=Play2(nxt, 2))
             t.events.append({"type": "play2_pending", "player": t.players[nxt].id})
         if can_act(t, nxt):
             return
@@ -345,7 +344,7 @@ def _no_action(t: Table, seat: int) -> None:
         return
     p = t.players[seat]
     # R-P2-5: whoever is eliminated under a Play 2 takes the obligation out with them.
-    t.new_turn()
+    t.turn = NEW_TURN
     t.owed_draws = tuple(i for i in t.owed_draws if i != seat)
     if scoring == POINTS:
         t.players[seat] = structs.replace(p, status=OUT_OF_ROUND)

@@ -9,7 +9,7 @@ from .errors import IllegalActionError
 from .game import enter_turn
 from .rules import POINTS
 from .scoring import points_round_over
-from .state import OUT, PLAYING, GameState
+from .state import NEW_TURN, OUT, PLAYING, GameState
 from .table import Event, Table, active_count, end_game, next_active
 
 
@@ -32,11 +32,11 @@ def forfeit(state: GameState, player: str) -> tuple[GameState, list[Event]]:
     if len(left) == 1:
         end_game(t, left)  # R-WIN-1
     elif t.rules.scoring == POINTS and active_count(t.players) == 1:
-        t.new_turn()
+        t.turn = NEW_TURN
         points_round_over(t)  # R-PTS-3
         enter_turn(t)
     elif seat == t.current:
-        t.new_turn()  # R-P2-5: the obligation leaves with them
+        t.turn = NEW_TURN  # R-P2-5: the obligation leaves with them
         t.current = next_active(t, seat)
         enter_turn(t)  # R-ELIM-2
     return t.freeze(), t.events

@@ -7,7 +7,7 @@ from msgspec import structs
 from .cards import HAND_POINTS, deck_cards
 from .rules import LAST_STANDING
 from .shuffle import shuffled
-from .state import ACTIVE, OUT, Player
+from .state import ACTIVE, NEW_TURN, OUT, Player
 from .table import Table, draw_card, end_game
 
 
@@ -116,6 +116,6 @@ def new_round(t: Table) -> None:
     t.round_starter = t.current = starter
     t.total = 0
     t.direction = 1
-    t.new_turn()
+    t.turn = NEW_TURN
     t.owed_draws = ()
     t.events.append({"type": "round_started", "round": t.round, "player": t.players[starter].id})

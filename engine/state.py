@@ -56,10 +56,24 @@ class Play2(Struct, frozen=True, gc=False):
     cards_left: int
 
 
+class Turn(Struct, frozen=True, gc=False):
+    """What the turn under way carries: its Play 2 obligation and what the player to act
+    has done so far. A new turn starts from :data:`NEW_TURN`."""
+
+    play2: Play2 | None = None  # R-P2
+    swapped: bool = False  # the current player swapped (ono99_swap_ends_turn: false, R-99-2)
+    ono99_played: bool = False  # an ono99 was played (R-99-3: at most one)
+
+
+NEW_TURN = Turn()
+
+
 class GameState(Struct, frozen=True, gc=False):
     """Everything needed to continue a game, hidden information included.
 
     Seats are indexes into ``players``; the document form (ids) is in :mod:`engine.codec`.
+    A field with a default is one a new game starts from (engine/deal.py names only the
+    others).
     """
 
     rules: Rules
@@ -69,16 +83,14 @@ class GameState(Struct, frozen=True, gc=False):
     total: int
     direction: int  # 1 clockwise, -1 counter-clockwise
     current: int | None  # seat to act; None once the game is over
-    play2: Play2 | None
-    round: int
     status: GameStatus
-    winners: tuple[int, ...]
     seed: Seed
     shuffles: int  # shuffles done so far: the next one is seeded by (seed, shuffles)
-    round_starter: int  # seat that started this round (R-ROUND)
-    owed_draws: tuple[int, ...]  # seats that may still draw (draw: "manual", R-DRAW-1)
-    swapped: bool  # the current player swapped this turn (ono99_swap_ends_turn: false)
-    ono99_played: bool  # an ono99 was played this turn (R-99-3: at most one)
+    turn: Turn = NEW_TURN
+    round: int = 1
+    winners: tuple[int, ...] = ()
+    round_starter: int = 0  # seat that started this round (R-ROUND)
+    owed_draws: tuple[int, ...] = ()  # seats that may still draw (draw: "manual", R-DRAW-1)
 
     def seat(self, player_id: str) -> int | None:
         """Seat index of a player id, or None."""

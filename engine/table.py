@@ -10,36 +10,20 @@ from typing import Any
 
 from msgspec import structs
 
-from .rules import Rules
 from .shuffle import shuffled
-from .state import ACTIVE, OVER, GameState, GameStatus, Play2, Player, Seed
+from .state import ACTIVE, NEW_TURN, OVER, GameState, Player
 
 Event = dict[str, Any]
 
 class Table:
-    """Mutable working copy of a :class:`GameState`, plus the events it has caused."""
+    """Mutable working copy of a :class:`GameState`, plus the events it has caused.
 
-    # The state's fields, and the events. __init__ and freeze name each field once more
-    # (a loop over the field names is slower on every step), and tests/test_state_fields.py
-    # fails when they and GameState part ways.
+    The one place the state is copied field by field (a loop over the field names is
+    slower on every step); tests/test_state_fields.py fails when it and GameState part
+    ways.
+    """
+
     __slots__ = (*GameState.__struct_fields__, "events")
-
-    rules: Rules
-    draw_pile: tuple[str, ...]
-    discard_pile: tuple[str, ...]
-    total: int
-    direction: int
-    current: int | None
-    play2: Play2 | None
-    round: int
-    status: GameStatus
-    winners: tuple[int, ...]
-    seed: Seed
-    shuffles: int
-    round_starter: int
-    owed_draws: tuple[int, ...]
-    swapped: bool
-    ono99_played: bool
 
     def __init__(self, s: GameState) -> None:
         self.rules = s.rules
@@ -49,33 +33,23 @@ class Table:
         self.total = s.total
         self.direction = s.direction
         self.current = s.current
-        self.play2 = s.play2
-        self.round = s.round
         self.status = s.status
-        self.winners = s.winners
         self.seed = s.seed
         self.shuffles = s.shuffles
+        self.turn = s.turn
+        self.round = s.round
+        self.winners = s.winners
         self.round_starter = s.round_starter
         self.owed_draws = s.owed_draws
-        self.swapped = s.swapped
-        self.ono99_played = s.ono99_played
         self.events: list[Event] = []
-
-    def new_turn(self) -> None:
-        """What one turn carries back to a turn's start: no Play 2 obligation (R-P2), no
-        swap (R-99-2) and no ono99 played (R-99-3) yet. The one place they are reset."""
-        self.play2 = None
-        self.swapped = self.ono99_played = False
 
     def freeze(self) -> GameState:
         """The next immutable state."""
-        # By position, in GameState's field order (cheaper than by keyword on every
-        # step); tests/test_state_fields.py checks every field lands in its place.
+        # By position, in GameState's field order (cheaper than by keyword on every step).
         return GameState(
-            self.rules, tuple(self.players), self.draw_pile, self.discard_pile,
-            self.total, self.direction, self.current, self.play2, self.round,
-            self.status, self.winners, self.seed, self.shuffles,
-            self.round_starter, self.owed_draws, self.swapped, self.ono99_played)
+            self.rules, tuple(self.players), self.draw_pile, self.discard_pile, self.total,
+            self.direction, self.current, self.status, self.seed, self.shuffles, self.turn,
+            self.round, self.winners, self.round_starter, self.owed_draws)
 
 
 def active_count(players: list[Player] | tuple[Player, ...]) -> int:
@@ -136,7 +110,7 @@ def end_game(t: Table, winners: list[int]) -> None:
     """The game is over; ``winners`` share the win (R-WIN-1, R-PTS-4, R-PTS-5)."""
     t.status = OVER
     t.current = None
-    t.new_turn()
+    t.turn = NEW_TURN
     t.owed_draws = ()
     t.winners = tuple(winners)
     t.events.append({"type": "game_over", "winners": [t.players[i].id for i in winners]})

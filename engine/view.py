@@ -14,7 +14,7 @@ import msgspec
 from msgspec import Struct
 
 from .actions import ActionDoc
-from .codec import Card, Play2Doc, PlayerId, TurnDoc
+from .codec import Card, Play2Doc, PlayerId, TurnDoc, plain_fields, seat_fields
 from .errors import InvalidInputError
 from .game import legal_actions
 from .rules import rules_to_dict
@@ -77,31 +77,24 @@ def view_seat(state: GameState, viewer: str | None) -> int | None:
     return seat
 
 
+_PLAIN = plain_fields(ViewDoc)
+
+
 def view_doc(state: GameState, viewer: str | None = None) -> ViewDoc:
     """The view of ``state`` for player ``viewer`` (None: a spectator)."""
     me = view_seat(state, viewer)
-    players = state.players
-    play2 = state.play2
     return ViewDoc(
         viewer=viewer,
         rules=rules_to_dict(state.rules),
         players=[ViewPlayerDoc(p.id, list(p.hand) if hand_visible(state, i, me) else None,  # type: ignore[arg-type]
                                len(p.hand), p.status, p.tokens, p.score, p.busted)
-                 for i, p in enumerate(players)],
+                 for i, p in enumerate(state.players)],
         draw_pile_count=len(state.draw_pile),
         discard_pile=list(state.discard_pile),  # type: ignore[arg-type]
-        total=state.total,
-        direction=state.direction,  # type: ignore[arg-type]
-        current=None if state.current is None else players[state.current].id,
-        play2=None if play2 is None else Play2Doc(players[play2.player].id, play2.cards_left),  # type: ignore[arg-type]
-        round=state.round,
-        status=state.status,
-        winners=[players[i].id for i in state.winners],
-        round_starter=players[state.round_starter].id,
-        owed_draws=[players[i].id for i in state.owed_draws],
-        turn=TurnDoc(state.swapped, state.ono99_played),
         legal_actions=[] if viewer is None else
         [ActionDoc(a.player, a.type, a.card) for a in legal_actions(state) if a.player == viewer],  # type: ignore[arg-type]
+        **seat_fields(state),
+        **{f: getattr(state, f) for f in _PLAIN},
     )
 
 

@@ -47,11 +47,11 @@ def test_the_player_to_act_forfeiting_passes_the_turn_and_clears_a_play2():
     state = puzzle(hands={"a": ["1", "2", "3", "4"], "b": ["5", "6", "7", "8"], "c": ["1", "2", "3", "4"]},
                    total=10, play2={"player": "a", "cards_left": 2})
     after, _ = forfeit(state, "a")
-    assert after.players[after.current].id == "b" and after.play2 is None
+    assert after.players[after.current].id == "b" and after.turn.play2 is None
     assert after.players[0].status == "out" and after.players[0].hand == state.players[0].hand  # face up
     # A player who is not to act leaves the turn where it is.
     other, _ = forfeit(state, "c")
-    assert other.current == state.current and other.play2 == state.play2
+    assert other.current == state.current and other.turn.play2 == state.turn.play2
     with pytest.raises(IllegalActionError) as caught:
         forfeit(other, "c")
     assert caught.value.reason == "already_out"

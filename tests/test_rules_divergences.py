@@ -73,9 +73,9 @@ def test_a_play2_first_but_not_deflecting_adds_0_and_the_player_plays_a_second_c
                    play2={"player": "ann", "cards_left": 2}, play2_as_first_card=True)
     after, _ = apply(state, {"player": "ann", "type": "play", "card": "play2"})
     assert after.total == 20 and after.players[after.current].id == "ann"
-    assert after.play2 is not None and after.play2.cards_left == 1  # her second card is owed
+    assert after.turn.play2 is not None and after.turn.play2.cards_left == 1  # her second card is owed
     done, _ = apply(after, {"player": "ann", "type": "play", "card": "3"})
-    assert done.players[done.current].id == "bob" and done.play2 is None  # no one else is obligated
+    assert done.players[done.current].id == "bob" and done.turn.play2 is None  # no one else is obligated
     roundtrip(done)
 
 
@@ -164,5 +164,5 @@ def test_an_obligated_player_who_busts_with_a_deflector_clears_the_obligation(ca
     assert [a.card for a in legal_actions(state)] == [card, "5", "7", "9"]  # only busts are left
     after, events = apply(state, {"player": "ann", "type": "play", "card": card})
     assert {"type": "out_of_round", "player": "ann", "reason": "busted"} in events
-    assert after.play2 is None and "play2_pending" not in [e["type"] for e in events]
+    assert after.turn.play2 is None and "play2_pending" not in [e["type"] for e in events]
     roundtrip(after)

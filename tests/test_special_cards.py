@@ -25,12 +25,12 @@ def test_play2_makes_the_next_player_play_two_cards_drawing_in_between():
     state = puzzle(hands=THREE, top=["1", "2", "3"])
     s1, events = play(state, "a", "play2")
     assert events[-1] == {"type": "play2_pending", "player": "b"}
-    assert s1.play2 == Play2(1, 2) and s1.current == 1
+    assert s1.turn.play2 == Play2(1, 2) and s1.current == 1
     s2, events = play(s1, "b", "4")
     assert types(events) == ["played", "drew"]
-    assert s2.current == 1 and s2.play2 == Play2(1, 1) and len(s2.players[1].hand) == 4
+    assert s2.current == 1 and s2.turn.play2 == Play2(1, 1) and len(s2.players[1].hand) == 4
     s3, _ = play(s2, "b", "5")
-    assert s3.current == 2 and s3.play2 is None and s3.total == 9
+    assert s3.current == 2 and s3.turn.play2 is None and s3.total == 9
 
 
 @pytest.mark.rules("R-P2-2")
@@ -41,7 +41,7 @@ def test_2022_reverse_or_play2_as_first_card_passes_the_obligation_on(deflector)
     state = puzzle(hands=hands, current="b", play2={"player": "b", "cards_left": 2})
     after, events = play(state, "b", deflector)
     expected_next = 0 if deflector == "reverse" else 2  # after a Reverse: the new direction
-    assert after.current == expected_next and after.play2 == Play2(expected_next, 2)
+    assert after.current == expected_next and after.turn.play2 == Play2(expected_next, 2)
     assert events[-1] == {"type": "play2_pending", "player": after.players[expected_next].id}
 
 
@@ -62,7 +62,7 @@ def test_1980_reverse_or_hold_avoids_the_double_play(deflector):
     state = puzzle("1980", hands=hands, play2={"player": "a", "cards_left": 2})
     after, _ = play(state, "a", deflector)
     nxt = 2 if deflector == "reverse" else 1
-    assert after.current == nxt and after.play2 == Play2(nxt, 2)
+    assert after.current == nxt and after.turn.play2 == Play2(nxt, 2)
 
 
 @pytest.mark.rules("R-P2-3", "R-P2-4")
@@ -71,7 +71,7 @@ def test_play2_as_second_card_obligates_the_next_player():
         hands = {"a": ["play2", "2", "3", "4"], "b": ["5", "6", "7", "8"]}
         state = puzzle(edition, hands=hands, play2={"player": "a", "cards_left": 1})
         after, _ = play(state, "a", "play2")
-        assert after.current == 1 and after.play2 == Play2(1, 2), edition
+        assert after.current == 1 and after.turn.play2 == Play2(1, 2), edition
 
 
 @pytest.mark.rules("R-P2-4")
@@ -79,7 +79,7 @@ def test_2022_reverse_as_second_card_just_reverses():
     hands = {"a": ["reverse", "2", "3", "4"], "b": ["5", "6", "7", "8"], "c": ["9", "9", "9", "2"]}
     state = puzzle(hands=hands, play2={"player": "a", "cards_left": 1})
     after, _ = play(state, "a", "reverse")
-    assert after.direction == -1 and after.current == 2 and after.play2 is None
+    assert after.direction == -1 and after.current == 2 and after.turn.play2 is None
 
 
 @pytest.mark.rules("R-P2-5")
@@ -88,7 +88,7 @@ def test_who_cannot_play_the_second_card_is_eliminated_and_the_obligation_ends()
     state = puzzle(hands=hands, total=88, play2={"player": "a", "cards_left": 2}, top=["9"])
     after, events = play(state, "a", "5")  # 93; a holds 9,9,9,9 now
     assert types(events) == ["played", "drew", "eliminated"]
-    assert after.current == 1 and after.play2 is None
+    assert after.current == 1 and after.turn.play2 is None
 
 
 @pytest.mark.rules("R-P2-5")
@@ -97,7 +97,7 @@ def test_who_cannot_play_even_the_first_card_takes_the_obligation_out():
     state = puzzle(hands=hands, total=90)
     after, events = play(state, "a", "play2")
     assert types(events) == ["played", "drew", "play2_pending", "eliminated"]
-    assert after.current == 2 and after.play2 is None
+    assert after.current == 2 and after.turn.play2 is None
 
 
 @pytest.mark.rules("R-P2-6")
@@ -105,10 +105,10 @@ def test_two_players_reverse_passes_the_play2_by_default_but_not_with_the_option
     hands = {"a": ["reverse", "2", "3", "4"], "b": ["5", "6", "7", "8"]}
     state = puzzle(hands=hands, play2={"player": "a", "cards_left": 2})
     after, _ = play(state, "a", "reverse")
-    assert after.current == 1 and after.play2 == Play2(1, 2)
+    assert after.current == 1 and after.turn.play2 == Play2(1, 2)
     state = puzzle(hands=hands, play2={"player": "a", "cards_left": 2}, reverse_deflects_in_two_player=False)
     after, _ = play(state, "a", "reverse")
-    assert after.current == 0 and after.play2 == Play2(0, 1)  # it was just the first of two cards
+    assert after.current == 0 and after.turn.play2 == Play2(0, 1)  # it was just the first of two cards
 
 
 @pytest.mark.rules("R-99-1")
@@ -136,9 +136,9 @@ def test_the_swap_is_one_of_two_plays_under_a_play2_and_passes_nothing_on():
     hands = {"a": ["ono99"] * 4, "b": ["5", "6", "7", "8"]}
     state = puzzle(hands=hands, top=["1", "2", "3", "4"], play2={"player": "a", "cards_left": 2})
     after, _ = apply(state, Action("a", "swap_ono99"))
-    assert after.current == 0 and after.play2 == Play2(0, 1)
+    assert after.current == 0 and after.turn.play2 == Play2(0, 1)
     after, _ = play(after, "a", "1")
-    assert after.current == 1 and after.play2 is None
+    assert after.current == 1 and after.turn.play2 is None
 
 
 @pytest.mark.rules("R-99-2")
@@ -146,10 +146,10 @@ def test_with_swap_not_ending_the_turn_the_player_swaps_then_plays():
     hands = {"a": ["ono99"] * 4, "b": ["5", "6", "7", "8"]}
     state = puzzle(hands=hands, top=["1", "2", "3", "4"], ono99_swap_ends_turn=False)
     after, _ = apply(state, Action("a", "swap_ono99"))
-    assert after.current == 0 and after.swapped
+    assert after.current == 0 and after.turn.swapped
     assert cards(legal_actions(after)) == ["1", "2", "3", "4"]
     after, _ = play(after, "a", "2")
-    assert after.current == 1 and not after.swapped
+    assert after.current == 1 and not after.turn.swapped
 
 
 @pytest.mark.rules("R-99-2", "R-99-4")
@@ -172,7 +172,7 @@ def test_ono99_on_zero_plays_on_totals_ending_in_zero_once_per_turn():
         assert ("ono99" in cards(legal_actions(state))) is ok, total
     state = puzzle("1980", hands=hands, total=30, ono99_on_zero=True, play2={"player": "a", "cards_left": 2})
     after, _ = play(state, "a", "ono99")
-    assert after.total == 30 and after.current == 0 and after.ono99_played
+    assert after.total == 30 and after.current == 0 and after.turn.ono99_played
     assert "ono99" not in cards(legal_actions(after))
     with pytest.raises(IllegalActionError) as exc:
         play(after, "a", "ono99")

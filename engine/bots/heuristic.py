@@ -53,7 +53,7 @@ def heuristic_action(state: GameState, actions: list[Action]) -> Action:
 
 def _card(state: GameState, plays: dict[str, Action]) -> str:
     rules = state.rules
-    play2 = state.play2
+    play2 = state.turn.play2
     if play2 is not None and play2.cards_left == 2:
         for card in rules.play2_deflectors:
             if card in plays:

@@ -13,11 +13,16 @@ from __future__ import annotations
 import random
 from collections import Counter
 
+from msgspec import structs
+
+from ..codec import plain_fields
 from ..errors import InvalidInputError
 from ..game import legal_actions
 from ..rules import resolve_rules
-from ..state import DRAW, Action, GameState, Play2, Player
+from ..state import DRAW, Action, GameState, Play2, Player, Turn
 from ..view import ViewDoc
+
+_PLAIN = plain_fields(ViewDoc)
 
 
 class Seat:
@@ -41,9 +46,18 @@ class Seat:
             raise InvalidInputError("the view's cards do not add up to its rules' deck", "state")
         # Sorted, so that one seed deals the same cards from two equal views.
         self.unseen = sorted(unseen.elements())
+        seat_of = self.seat_of
         play2 = view.play2
-        self._play2 = None if play2 is None else Play2(self.seat_of[play2.player], play2.cards_left)
-        self._current = None if view.current is None else self.seat_of[view.current]
+        # What every full state of this view shares; deal adds the hands, the draw pile
+        # and a seed.
+        self._public = GameState(
+            rules=self.rules, players=(), draw_pile=(), discard_pile=tuple(view.discard_pile),
+            current=None if view.current is None else seat_of[view.current],
+            turn=Turn(None if play2 is None else Play2(seat_of[play2.player], play2.cards_left),
+                      view.turn.swapped, view.turn.ono99_played),
+            winners=tuple(seat_of[w] for w in view.winners), round_starter=seat_of[view.round_starter],
+            owed_draws=tuple(seat_of[o] for o in view.owed_draws), seed=0, shuffles=0,
+            **{f: getattr(view, f) for f in _PLAIN})
 
     def deal(self, rng: random.Random) -> GameState:
         """A full state this seat's view could stand for, the unseen cards dealt at random
@@ -61,14 +75,8 @@ class Seat:
                 hand = tuple(p.hand)
             players.append(Player(id=p.id, hand=hand, status=p.status, tokens=p.tokens, score=p.score,
                                   busted=p.busted))
-        seat_of = self.seat_of
-        return GameState(
-            rules=self.rules, players=tuple(players), draw_pile=tuple(pool[taken:]),
-            discard_pile=tuple(view.discard_pile), total=view.total, direction=view.direction,
-            current=self._current, play2=self._play2, round=view.round, status=view.status,
-            winners=tuple(seat_of[w] for w in view.winners), seed=rng.getrandbits(63), shuffles=0,
-            round_starter=seat_of[view.round_starter], owed_draws=tuple(seat_of[o] for o in view.owed_draws),
-            swapped=view.turn.swapped, ono99_played=view.turn.ono99_played)
+        return structs.replace(self._public, players=tuple(players), draw_pile=tuple(pool[taken:]),
+                               seed=rng.getrandbits(63))
 
     def actions(self) -> list[Action]:
         """What this seat may do now (the same in every full state of its view): an owed

@@ -9,6 +9,8 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from msgspec import Struct
+
 from engine import (
     CARD_CODES,
     GameState,
@@ -19,7 +21,9 @@ from engine import (
     resolve_rules,
     rules_to_dict,
 )
+from engine.codec import StateDoc, plain_fields
 from engine.rules import OPTION_NAMES
+from engine.view import ViewDoc
 
 from .gen import ono99_pb2 as pb
 
@@ -177,6 +181,21 @@ def suggestion_message(found: Any) -> pb.SuggestResponse:
 
 # --- states and views ------------------------------------------------------------------------
 
+# --- states and views ------------------------------------------------------------------
+
+
+def _plain(doc: type[Struct], message: Any) -> tuple[str, ...]:
+    """The fields copied by name between the state and a document (engine.codec's
+    plain_fields) that the message holds as a scalar of the same name and value."""
+    fields = message.DESCRIPTOR.fields_by_name
+    return tuple(name for name in plain_fields(doc) if name in fields
+                 and fields[name].enum_type is None and fields[name].message_type is None)
+
+
+_STATE_PLAIN = _plain(StateDoc, pb.GameState)
+_VIEW_PLAIN = _plain(ViewDoc, pb.View)
+
+
 def state_message(state: GameState) -> pb.GameState:
     """A GameState message from an engine state."""
     return fill_state(pb.GameState(), state)
@@ -232,31 +251,30 @@ def _fill_players(msg: pb.GameState, players: tuple[Player, ...], old: tuple[Pla
 def _fill_round(msg: pb.GameState, state: GameState, old: GameState | None) -> None:
     """Write the total, the turn and the round's bookkeeping."""
     players = state.players
-    msg.total = state.total
-    msg.direction = state.direction
-    msg.round = state.round
+    for name in _STATE_PLAIN:
+        setattr(msg, name, getattr(state, name))
     msg.status = _GAME_ENUM[state.status]
     if state.winners != (() if old is None else old.winners):
         del msg.winners[:]
         msg.winners.extend([players[i].id for i in state.winners])
-    msg.shuffles = state.shuffles
     msg.round_starter = players[state.round_starter].id
     if state.owed_draws != (() if old is None else old.owed_draws):
         del msg.owed_draws[:]
         msg.owed_draws.extend([players[i].id for i in state.owed_draws])
     turn = msg.turn
-    turn.swapped = state.swapped
-    turn.ono99_played = state.ono99_played
+    turn.swapped = state.turn.swapped
+    turn.ono99_played = state.turn.ono99_played
     turn.SetInParent()
     if state.current is None:
         msg.ClearField("current")
     else:
         msg.current = players[state.current].id
-    if state.play2 is None:
+    play2 = state.turn.play2
+    if play2 is None:
         msg.ClearField("play2")
     else:
-        msg.play2.player = players[state.play2.player].id
-        msg.play2.cards_left = state.play2.cards_left
+        msg.play2.player = players[play2.player].id
+        msg.play2.cards_left = play2.cards_left
     if isinstance(state.seed, int):
         msg.seed_int = state.seed
     else:
@@ -295,13 +313,13 @@ def state_doc(msg: pb.GameState) -> dict[str, Any]:
         "players": players,
         "draw_pile": cards(msg.draw_pile, "state.draw_pile"),
         "discard_pile": cards(msg.discard_pile, "state.discard_pile"),
-        "total": msg.total, "direction": msg.direction,
         "current": msg.current if msg.HasField("current") else None,
         "play2": {"player": msg.play2.player, "cards_left": msg.play2.cards_left} if msg.HasField("play2") else None,
-        "round": msg.round, "status": _enum(_GAME_OF, msg.status, "state.status"), "winners": list(msg.winners),
+        "status": _enum(_GAME_OF, msg.status, "state.status"), "winners": list(msg.winners),
         "seed": msg.seed_int if msg.WhichOneof("seed") == "seed_int" else msg.seed_text or 0,
-        "shuffles": msg.shuffles, "owed_draws": list(msg.owed_draws),
+        "owed_draws": list(msg.owed_draws),
         "turn": {"swapped": turn.swapped, "ono99_played": turn.ono99_played},
+        **{name: getattr(msg, name) for name in _STATE_PLAIN},
     }
     if msg.round_starter:
         doc["round_starter"] = msg.round_starter
@@ -316,10 +334,10 @@ def view_message(view: dict[str, Any]) -> pb.View:
                                hand_count=p["hand_count"], status=_STATUS_ENUM[p["status"]], tokens=p["tokens"],
                                score=p["score"], busted=p["busted"]) for p in view["players"]],
         draw_pile_count=view["draw_pile_count"], discard_pile=card_enums(view["discard_pile"]),
-        total=view["total"], direction=view["direction"], round=view["round"],
         status=_GAME_ENUM[view["status"]], winners=view["winners"], round_starter=view["round_starter"],
         owed_draws=view["owed_draws"], turn=pb.Turn(**view["turn"]),
-        legal_actions=[action_message(parse_action(a)) for a in view["legal_actions"]])
+        legal_actions=[action_message(parse_action(a)) for a in view["legal_actions"]],
+        **{name: view[name] for name in _VIEW_PLAIN})
     if view.get("deadline_ms") is not None:
         msg.deadline_ms = view["deadline_ms"]
     if view["viewer"] is not None:
