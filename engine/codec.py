@@ -19,7 +19,8 @@ from .bounds import MAX_DECK_SIZE, MAX_HAND_SIZE, MAX_PLAYERS, MIN_PLAYERS
 from .cards import CARD_CODES
 from .errors import InvalidInputError, convert, invalid_from_msgspec
 from .game import can_act
-from .rules import ELIMINATION, LOWEST_SCORE, MANUAL, POINTS, TOKENS, Rules, resolve_rules, rules_to_dict
+from .rules import LOWEST_SCORE, MANUAL, Rules, resolve_rules, rules_to_dict
+from .scoring import mode
 from .shuffle import SEED_MAX_LENGTH
 from .state import ACTIVE, OUT, OUT_OF_ROUND, PLAYING, GameState, GameStatus, Play2, Player, PlayerStatus, Turn
 
@@ -201,8 +202,8 @@ def _rules(doc: StateDoc) -> Rules:
 
 def _players(rules: Rules, doc: StateDoc) -> list[Player]:
     """Each seat, checked against the rules: ids, hand sizes, statuses, tokens, scores."""
-    points = rules.scoring == POINTS
-    max_tokens = rules.tokens if rules.scoring == TOKENS else 0
+    points = mode(rules).scores
+    max_tokens = mode(rules).starting_tokens(rules)
     seen: set[str] = set()
     players = []
     for k, p in enumerate(doc.players):
@@ -304,7 +305,7 @@ def _check_hands(state: GameState) -> None:
     (R-DRAW-1); under automatic drawing every hand in the round is full while a pile has
     a card to draw (R-TURN-3, R-TURN-4); an elimination game has one round (R-SCORE-ELIM)."""
     rules = state.rules
-    if rules.scoring == ELIMINATION and state.round != 1:
+    if not mode(rules).rounds and state.round != 1:
         raise _fail("an elimination game is played in one round", "round")
     if state.status != PLAYING:
         return
@@ -339,7 +340,7 @@ def _check_finished(rules: Rules, players: list[Player], winners: tuple[int, ...
     """The winners of a finished game are the ones its scoring makes (R-WIN-1,
     R-SCORE-TOK, R-PTS-4, R-PTS-5)."""
     standing = [i for i, p in enumerate(players) if p.status != OUT]
-    if rules.scoring != POINTS:
+    if not mode(rules).scores:
         # The last player in the game wins alone; everyone else is out.
         if len(standing) != 1 or winners != (standing[0],) or players[standing[0]].status != ACTIVE:
             raise _fail("the one player left in the game, and only they, is the winner", "winners")

@@ -11,7 +11,8 @@ from .bounds import MAX_CARD_COUNT, MAX_DECK_SIZE, MAX_PLAYERS, MIN_PLAYERS
 from .cards import CARD_CODES, CARD_SET, deck_cards
 from .errors import InvalidInputError
 from .game import enter_turn
-from .rules import TOKENS, Rules, check_combination, resolve_rules
+from .rules import Rules, check_combination, resolve_rules
+from .scoring import mode
 from .shuffle import check_seed, random_seed, shuffled
 from .state import ACTIVE, PLAYING, GameState, Player, Seed
 from .table import Event, Table
@@ -62,7 +63,7 @@ def new_game(rules: Rules | Mapping[str, Any], players: Iterable[str] | Any,
         raise InvalidInputError(f"the deck has {len(order)} cards; {len(ids)} hands of "
                                 f"{rules.hand_size} need {need}", "deck")
     n = len(ids)
-    tokens = rules.tokens if rules.scoring == TOKENS else 0
+    tokens = mode(rules).starting_tokens(rules)
     hands = [order[k:need:n] for k in range(n)]  # one card at a time, in seat order
     seated = tuple(Player(id=pid, hand=tuple(h), status=ACTIVE, tokens=tokens)
                    for pid, h in zip(ids, hands, strict=True))

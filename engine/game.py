@@ -15,10 +15,9 @@ from msgspec import structs
 from .actions import parse_action
 from .cards import TOTAL_DELTA
 from .errors import IllegalActionError, InvalidInputError
-from .rules import AUTO, MANUAL, POINTS, TOKENS, Rules
-from .scoring import points_round_over, token_round_over
+from .rules import AUTO, MANUAL, Rules
+from .scoring import mode, points_round_over
 from .state import (
-    ACTIVE,
     DRAW,
     NEW_TURN,
     OUT,
@@ -32,7 +31,7 @@ from .state import (
     Play2,
     Turn,
 )
-from .table import Event, Table, active_count, draw_card, end_game, forfeit_draws, next_active, take_top
+from .table import Event, Table, active_count, draw_card, forfeit_draws, next_active, take_top
 
 # A card that only the limit stops: in points scoring it may still be played as a bust (R-PTS-1).
 OVER_LIMIT = ("R-TURN-2", "total_would_reach_limit")
@@ -98,7 +97,7 @@ def _can_swap(s: _Position, hand: tuple[str, ...]) -> bool:
 
 def _can_bust(rules: Rules) -> bool:
     """R-PTS-1: only points scoring lets a player without a legal play go over the limit."""
-    return rules.scoring == POINTS
+    return mode(rules).scores
 
 
 def _can_draw(s: GameState | Table, seat: int) -> bool:
@@ -313,7 +312,7 @@ def _apply_draw(state: GameState, seat: int) -> tuple[GameState, list[Event]]:
 def _end_turn(t: Table, seat: int, obligate: bool) -> None:
     """Pass the turn on from ``seat``; ``obligate`` puts the next player under a Play 2."""
     t.turn = NEW_TURN
-    if t.rules.scoring == POINTS and active_count(t.players) == 1:
+    if mode(t.rules).scores and active_count(t.players) == 1:
         points_round_over(t)  # R-PTS-3: one player left in the round
     else:
         nxt = next_active(t, seat)
@@ -334,31 +333,7 @@ def enter_turn(t: Table) -> None:
         assert seat is not None
         if can_act(t, seat):
             return
-        _no_action(t, seat)
-
-
-def _no_action(t: Table, seat: int) -> None:
-    scoring = t.rules.scoring
-    if scoring == TOKENS:
-        token_round_over(t, seat)
-        return
-    p = t.players[seat]
-    # R-P2-5: whoever is eliminated under a Play 2 takes the obligation out with them.
-    t.turn = NEW_TURN
-    t.owed_draws = tuple(i for i in t.owed_draws if i != seat)
-    if scoring == POINTS:
-        t.players[seat] = structs.replace(p, status=OUT_OF_ROUND)
-        t.events.append({"type": "out_of_round", "player": p.id, "reason": "no_playable_card"})  # R-PTS-2
-        if active_count(t.players) == 1:
-            points_round_over(t)
-            return
-    else:
-        t.players[seat] = structs.replace(p, status=OUT)
-        t.events.append({"type": "eliminated", "player": p.id, "reason": "no_legal_play"})  # R-ELIM-1
-        if active_count(t.players) == 1:
-            end_game(t, [i for i, q in enumerate(t.players) if q.status == ACTIVE])  # R-WIN-1
-            return
-    t.current = next_active(t, seat)
+        mode(t.rules).no_action(t, seat)
 
 
 __all__ = [

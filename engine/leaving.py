@@ -7,8 +7,7 @@ from msgspec import structs
 
 from .errors import IllegalActionError
 from .game import enter_turn
-from .rules import POINTS
-from .scoring import points_round_over
+from .scoring import mode, points_round_over
 from .state import NEW_TURN, OUT, PLAYING, GameState
 from .table import Event, Table, active_count, end_game, next_active
 
@@ -31,7 +30,7 @@ def forfeit(state: GameState, player: str) -> tuple[GameState, list[Event]]:
     left = [i for i, p in enumerate(t.players) if p.status != OUT]
     if len(left) == 1:
         end_game(t, left)  # R-WIN-1
-    elif t.rules.scoring == POINTS and active_count(t.players) == 1:
+    elif mode(t.rules).scores and active_count(t.players) == 1:
         t.turn = NEW_TURN
         points_round_over(t)  # R-PTS-3
         enter_turn(t)

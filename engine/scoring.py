@@ -1,14 +1,106 @@
-"""How a game is scored (RULES.md §6): tokens, points, and dealing a new round."""
+"""How a game is scored (RULES.md §6): each scoring mode's behaviour, in one place.
+
+A :class:`Mode` says what its scoring decides: a player's starting tokens, whether
+players score points (and so may bust and sit out a round), what happens to a player
+to act who has no legal action (R-ELIM-2), and who leads a game still in play.
+``mode(rules)`` is the rules' mode; the turn flow (engine/game.py), the codec's checks
+and the bots ask it, never the mode's name.
+"""
 
 from __future__ import annotations
+
+from typing import Final
 
 from msgspec import structs
 
 from .cards import HAND_POINTS, deck_cards
-from .rules import LAST_STANDING
+from .rules import ELIMINATION, LAST_STANDING, POINTS, TOKENS, Rules, Scoring
 from .shuffle import shuffled
-from .state import ACTIVE, NEW_TURN, OUT, Player
-from .table import Table, draw_card, end_game
+from .state import ACTIVE, NEW_TURN, OUT, OUT_OF_ROUND, GameState, Player
+from .table import Table, active_count, draw_card, end_game, next_active
+
+
+class Mode:
+    """Elimination scoring (R-SCORE-ELIM): one round; a player to act with no legal
+    play is out of the game (R-ELIM-1), and the last one in wins (R-WIN-1)."""
+
+    # Players score points, may go over the limit without a legal play (R-PTS-1) and sit
+    # out the rest of a round (R-PTS-2); a round ends when one player is left in it.
+    scores = False
+    rounds = False  # the game can go on to another round (R-ROUND)
+
+    def starting_tokens(self, rules: Rules) -> int:
+        return 0
+
+    def no_action(self, t: Table, seat: int) -> None:
+        p = t.players[seat]
+        _leave_turn(t, seat)
+        t.players[seat] = structs.replace(p, status=OUT)
+        t.events.append({"type": "eliminated", "player": p.id, "reason": "no_legal_play"})  # R-ELIM-1
+        if active_count(t.players) == 1:
+            end_game(t, [i for i, q in enumerate(t.players) if q.status == ACTIVE])  # R-WIN-1
+        else:
+            t.current = next_active(t, seat)
+
+    def leaders(self, state: GameState) -> list[int]:
+        """The seats best placed in a game still in play."""
+        return [i for i, p in enumerate(state.players) if p.status == ACTIVE]
+
+
+class Tokens(Mode):
+    """Token scoring (R-SCORE-TOK): a player to act with no legal play ends the round
+    and loses a token, or leaves the game with none left."""
+
+    rounds = True
+
+    def starting_tokens(self, rules: Rules) -> int:
+        return rules.tokens
+
+    def no_action(self, t: Table, seat: int) -> None:
+        token_round_over(t, seat)
+
+    def leaders(self, state: GameState) -> list[int]:
+        standing = [i for i, p in enumerate(state.players) if p.status != OUT]
+        high = max(state.players[i].tokens for i in standing)
+        return [i for i in standing if state.players[i].tokens == high]
+
+
+class Points(Mode):
+    """Points scoring (R-SCORE-PTS): a player to act with no legal play sits out the
+    round (R-PTS-2); when one is left in it, everyone in the game scores (R-PTS-3)."""
+
+    scores = True
+    rounds = True
+
+    def no_action(self, t: Table, seat: int) -> None:
+        p = t.players[seat]
+        _leave_turn(t, seat)
+        t.players[seat] = structs.replace(p, status=OUT_OF_ROUND)
+        t.events.append({"type": "out_of_round", "player": p.id, "reason": "no_playable_card"})  # R-PTS-2
+        if active_count(t.players) == 1:
+            points_round_over(t)
+        else:
+            t.current = next_active(t, seat)
+
+    def leaders(self, state: GameState) -> list[int]:
+        standing = [i for i, p in enumerate(state.players) if p.status != OUT]
+        low = min(state.players[i].score for i in standing)
+        return [i for i in standing if state.players[i].score == low]
+
+
+MODES: Final[dict[Scoring, Mode]] = {ELIMINATION: Mode(), TOKENS: Tokens(), POINTS: Points()}
+
+
+def mode(rules: Rules) -> Mode:
+    """The scoring mode of ``rules``."""
+    return MODES[rules.scoring]
+
+
+def _leave_turn(t: Table, seat: int) -> None:
+    """R-P2-5: whoever leaves under a Play 2 takes the obligation out with them; a draw
+    they owed is lost."""
+    t.turn = NEW_TURN
+    t.owed_draws = tuple(i for i in t.owed_draws if i != seat)
 
 
 def in_game(t: Table) -> list[int]:

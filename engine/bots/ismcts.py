@@ -29,8 +29,8 @@ import time
 from collections.abc import Callable
 
 from ..game import apply, legal_actions
-from ..rules import POINTS, TOKENS
-from ..state import ACTIVE, DRAW, OUT, OVER, Action, GameState
+from ..scoring import mode
+from ..state import DRAW, OVER, Action, GameState
 from .heuristic import heuristic_action
 from .seat import Seat
 
@@ -74,19 +74,7 @@ def _result(state: GameState, start_round: int) -> list[float]:
     """Each seat's share of the win: the winners' at the game's end, else (a round
     ended) that of the best placed seats still in the game."""
     n = len(state.players)
-    if state.status == OVER:
-        best = list(state.winners)
-    else:
-        rules = state.rules
-        standing = [i for i, p in enumerate(state.players) if p.status != OUT]
-        if rules.scoring == POINTS:
-            low = min(state.players[i].score for i in standing)
-            best = [i for i in standing if state.players[i].score == low]
-        elif rules.scoring == TOKENS:
-            high = max(state.players[i].tokens for i in standing)
-            best = [i for i in standing if state.players[i].tokens == high]
-        else:
-            best = [i for i, p in enumerate(state.players) if p.status == ACTIVE]
+    best = list(state.winners) if state.status == OVER else mode(state.rules).leaders(state)
     share = 1.0 / len(best) if best else 0.0
     result = [0.0] * n
     for i in best:
