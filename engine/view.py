@@ -55,9 +55,6 @@ class ViewDoc(Struct):
     # What the viewer may do now, each accepted as is by apply (empty for a spectator,
     # and when the viewer has nothing to do).
     legal_actions: list[ActionDoc] = []
-    # When the player to act must have acted (epoch ms): set by the service for a
-    # session with a turn timer; null otherwise.
-    deadline_ms: int | None = None
 
 
 def hand_visible(state: GameState, seat: int, viewer: int | None) -> bool:

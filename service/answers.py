@@ -67,6 +67,19 @@ class EventsRead:
     more: bool
 
 
+class SessionViewDoc(engine.ViewDoc):
+    """A session's view: the engine's view of its state, and when the player to act must
+    have acted (epoch ms; null without a turn timer)."""
+
+    deadline_ms: int | None = None
+
+
+def session_view(view: engine.ViewDoc, deadline: int | None) -> SessionViewDoc:
+    """The session view of an engine view, with its turn's deadline (0 or None: none)."""
+    return SessionViewDoc(**{name: getattr(view, name) for name in engine.ViewDoc.__struct_fields__},
+                       deadline_ms=deadline or None)
+
+
 @dataclass(frozen=True)
 class SessionCreated:
     """A new session: its id and first version, each seat's token (shown only here), and
@@ -75,7 +88,7 @@ class SessionCreated:
     session_id: str
     version: int
     seats: dict[str, str]
-    view: engine.ViewDoc
+    view: SessionViewDoc
     events: list[Event]
 
 
@@ -86,7 +99,7 @@ class SessionRead:
 
     session_id: str
     version: int
-    view: engine.ViewDoc
+    view: SessionViewDoc
     state: GameState | None
 
 
@@ -98,7 +111,7 @@ class SessionAnswer:
     version: int
     player: str | None
     events: list[Event]
-    view: engine.ViewDoc
+    view: SessionViewDoc
     replayed: bool = False
 
 

@@ -21,7 +21,7 @@ from engine.bots import BotSettings, Suggestion
 
 from . import metrics
 from .admission import Admission, Caller, Limits
-from .answers import EventsRead, Outcome, SessionAnswer, SessionCreated, SessionRead, Then
+from .answers import EventsRead, Outcome, SessionAnswer, SessionCreated, SessionRead, SessionViewDoc, Then, session_view
 from .bots import BotLimits, Bots, Think, bots_due, think_here
 from .config import Settings
 from .errors import ServiceError, engine_call, from_engine
@@ -173,7 +173,7 @@ class Application:
                 log.info("session created", extra={"session_id": session_id, "version": FIRST_VERSION})
                 shown = [{**e, "version": FIRST_VERSION} for e in engine.redact_events(events, None)]
                 made = SessionCreated(session_id, FIRST_VERSION, tokens,
-                                      _with_deadline(engine.view_doc(state, None), deadline), shown)
+                                      session_view(engine.view_doc(state, None), deadline), shown)
                 if not bots_due(state, bots):
                     return Then(made)
                 return Then(made, functools.partial(self._bots_after_creation, made, state))
@@ -182,7 +182,7 @@ class Application:
     def _bots_after_creation(self, made: SessionCreated, state: GameState) -> SessionCreated:
         created = self.sessions.load(made.session_id)
         version, state, moved, later = self.turns.bots_play(made.session_id, created, FIRST_VERSION, state)
-        view = _with_deadline(engine.view_doc(state, None), made.view.deadline_ms if later is None else later)
+        view = session_view(engine.view_doc(state, None), made.view.deadline_ms if later is None else later)
         return SessionCreated(made.session_id, version, made.seats, view,
                               made.events + engine.redact_events(moved, None))
 
@@ -190,7 +190,7 @@ class Application:
         """What the token may read of the session (see :class:`SessionRead`)."""
         session, viewer = self.sessions.read_as(session_id, token)
         state = engine.loads_state(session.state)
-        read = SessionRead(session_id, session.version, _with_deadline(engine.view_doc(state, viewer),
+        read = SessionRead(session_id, session.version, session_view(engine.view_doc(state, viewer),
                                                                        session.deadline),
                            state if viewer is None else None)
         if not self.turns.bots_pending(session, state):
@@ -202,7 +202,7 @@ class Application:
 
         def finish() -> SessionRead:
             version, after, _, deadline = self.turns.bots_play(session_id, session, session.version, state)
-            view = _with_deadline(engine.view_doc(after, viewer), session.deadline if deadline is None else deadline)
+            view = session_view(engine.view_doc(after, viewer), session.deadline if deadline is None else deadline)
             return SessionRead(session_id, version, view, after if viewer is None else None)
         return Then(read, finish)
 
@@ -274,7 +274,7 @@ class Application:
         shown = [{**e, "version": session.version + k} for k, batch in enumerate(batches, start=1)
                  for e in engine.redact_events(batch, action.player)]
         answer = SessionAnswer(session_id, version, action.player, shown,
-                               _with_deadline(engine.view_doc(next_state, action.player),
+                               session_view(engine.view_doc(next_state, action.player),
                                               session.deadline if change.deadline is None else change.deadline))
         if bots is not None:
             session = dataclasses.replace(session, bots=bots)  # the bots that move after it
@@ -306,7 +306,7 @@ class Application:
         view = engine.view_doc(state, answer.player)
         answer = SessionAnswer(session_id, version, answer.player,
                                answer.events + engine.redact_events(moved, answer.player),
-                               _with_deadline(view, deadline if deadline is not None else answer.view.deadline_ms),
+                               session_view(view, deadline if deadline is not None else answer.view.deadline_ms),
                                answer.replayed)
         if scoped_key:
             self.sessions.store.record(session_id, scoped_key, _record(fingerprint, answer))
@@ -316,7 +316,7 @@ class Application:
         record = _decode_answer.decode(recorded)
         if record["fingerprint"] != fingerprint:
             raise ServiceError("idempotency_key_reused", "this Idempotency-Key was used for another action")
-        view = msgspec.convert(record["view"], engine.ViewDoc)
+        view = msgspec.convert(record["view"], SessionViewDoc)
         return SessionAnswer(session_id, record["version"], view.viewer, record["events"], view, replayed=True)
 
     def suggest_for_seat(self, session_id: str, token: str | None, bot: BotSettings,
@@ -409,12 +409,6 @@ def _record(fingerprint: str, answer: SessionAnswer) -> bytes:
     """An action's idempotency record: its answer, and what the action was."""
     return _json.encode({"fingerprint": fingerprint, "version": answer.version, "events": answer.events,
                          "view": answer.view})
-
-
-def _with_deadline(view: engine.ViewDoc, deadline: int | None) -> engine.ViewDoc:
-    """A session view with its turn's deadline (none: null)."""
-    view.deadline_ms = deadline or None
-    return view
 
 
 def _check_after(after: int) -> None:

@@ -25,7 +25,7 @@ from engine.rules import rules_json_schema
 from engine.shuffle import SEED_MAX, SEED_MAX_LENGTH, SEED_MIN, check_seed
 from engine.view import ViewDoc
 
-from ..answers import SESSION_EVENT_FIELDS
+from ..answers import SESSION_EVENT_FIELDS, SessionViewDoc
 from ..application import EVENTS_AFTER_RANGE, SESSION_TTL_RANGE
 
 PLAYER_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
@@ -41,7 +41,7 @@ def engine_components() -> dict[str, Any]:
     ``Event``: one schema per event kind (engine.events, and the session's own), as a
     ``oneOf`` discriminated by ``type``."""
     _, components = msgspec.json.schema_components(
-        [StateDoc, ViewDoc, ActionDoc, BotSettings], ref_template="#/components/schemas/{name}")
+        [StateDoc, ViewDoc, SessionViewDoc, ActionDoc, BotSettings], ref_template="#/components/schemas/{name}")
     components["Rules"] = {**rules_json_schema(), "examples": RULES_EXAMPLES}
     version = {"version": {"type": "integer", "minimum": 1, "description": "session events: the version that "
                                                                           "caused it"}}
@@ -284,7 +284,7 @@ class SessionCreatedSchema(ma.Schema):
     version = fields.Integer(required=True)
     seats = fields.Dict(keys=fields.String(), values=fields.String(), required=True,
                         metadata={"description": "player id → secret seat token; shown once"})
-    view = fields.Dict(required=True, metadata=_ref("ViewDoc"))
+    view = fields.Dict(required=True, metadata=_ref("SessionViewDoc"))
     events = EventsField(required=True)
 
 
@@ -293,7 +293,7 @@ class SessionViewSchema(ma.Schema):
 
     session_id = fields.String(required=True)
     version = fields.Integer(required=True)
-    view = fields.Dict(required=True, metadata=_ref("ViewDoc"))
+    view = fields.Dict(required=True, metadata=_ref("SessionViewDoc"))
     state = fields.Dict(metadata={**_ref("StateDoc"), "description": "full state: service key only"})
 
 
@@ -310,7 +310,7 @@ class SessionActedSchema(ma.Schema):
 
     version = fields.Integer(required=True)
     events = EventsField(required=True)
-    view = fields.Dict(required=True, metadata=_ref("ViewDoc"))
+    view = fields.Dict(required=True, metadata=_ref("SessionViewDoc"))
 
 
 class EventsQuerySchema(Strict):
