@@ -40,47 +40,63 @@ WORKER_CLASS = "service.http_server.Worker"
 T = TypeVar("T")
 
 
-_bot_pool: Any = None
+class BotPool:
+    """Where a worker's bots think: ``threads`` threads of a gevent thread pool."""
+
+    def __init__(self, threads: int) -> None:
+        self.threads = threads
+        self.pool: Any = None
+
+    def think(self, work: Callable[[], T]) -> T:
+        """Run a bot's CPU-bound work on a thread of this pool when gevent runs this
+        process (a gevent worker), so that the worker's other greenlets (requests, slow
+        clients) keep being served while it thinks, instead of waiting for its whole
+        budget; elsewhere (a test client, another WSGI server) in the calling thread.
+        Errors come back as values and are raised here: gevent's pool would print the
+        traceback of each (a flood of refused hints, a flood of logs)."""
+        from gevent import monkey
+
+        if not monkey.is_module_patched("threading"):
+            return work()
+        if self.pool is None:
+            from gevent.threadpool import ThreadPool
+
+            self.pool = ThreadPool(self.threads)
+
+        def capture() -> tuple[bool, Any]:
+            try:
+                return True, work()
+            except Exception as error:
+                return False, error
+
+        ok, value = self.pool.apply(capture)
+        if not ok:
+            raise value
+        return value  # type: ignore[no-any-return]
 
 
-def think(work: Callable[[], T]) -> T:
-    """Run a bot's CPU-bound work on a thread of the worker's bot pool (``bot_threads``
-    threads) when gevent runs this process (a gevent worker), so that the worker's
-    other greenlets (requests, slow clients) keep being served while it thinks, instead
-    of waiting for its whole budget; elsewhere (a test client, another WSGI server) in
-    the calling thread. Errors come back as values and are raised here: gevent's pool
-    would print the traceback of each (a flood of refused hints, a flood of logs)."""
-    global _bot_pool
-    from gevent import monkey
+@dataclass(frozen=True)
+class ConnectionLimits:
+    """What a worker holds every client connection to (from the settings)."""
 
-    if not monkey.is_module_patched("threading"):
-        return work()
-    if _bot_pool is None:
-        from gevent.threadpool import ThreadPool
-
-        _bot_pool = ThreadPool(limits.bot_threads)
-
-    def capture() -> tuple[bool, Any]:
-        try:
-            return True, work()
-        except Exception as error:
-            return False, error
-
-    ok, value = _bot_pool.apply(capture)
-    if not ok:
-        raise value
-    return value  # type: ignore[no-any-return]
+    read_timeout: float
+    per_peer: int
 
 
 class Worker(GeventWorker):  # type: ignore[misc]
     """gunicorn's gevent worker, with a read timeout on every client connection and a
     limit of open connections per client address."""
 
+    # options()'s post_worker_init hook sets the configured limits, in the worker before
+    # it serves; a worker started otherwise holds the settings' defaults.
+    limits = ConnectionLimits(Settings.http_read_timeout, Settings.http_connections_per_peer)
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.per_peer: Counter[str] = Counter()
 
     def handle(self, listener: Any, client: Any, addr: Any) -> None:
+        limits = self.limits
         peer = addr[0] if isinstance(addr, tuple) else str(addr)
         if limits.per_peer and self.per_peer[peer] >= limits.per_peer:
             client.close()  # this address holds its share of the worker's connections
@@ -97,24 +113,15 @@ class Worker(GeventWorker):  # type: ignore[misc]
                 del self.per_peer[peer]
 
 
-@dataclass
-class ConnectionLimits:
-    """What options() sets in the gunicorn master for the workers forked from it."""
-
-    read_timeout: float = Settings.http_read_timeout
-    per_peer: int = Settings.http_connections_per_peer
-    bot_threads: int = Settings.bot_threads
-
-
-limits = ConnectionLimits()
-
-
 def options(settings: Settings) -> dict[str, Any]:
     """gunicorn settings of the HTTP API (the benchmark's baseline runs under the same)."""
-    limits.read_timeout = settings.http_read_timeout
-    limits.per_peer = settings.http_connections_per_peer
-    limits.bot_threads = settings.bot_threads
+    limits = ConnectionLimits(settings.http_read_timeout, settings.http_connections_per_peer)
+
+    def post_worker_init(worker: Worker) -> None:
+        worker.limits = limits
+
     return {
+        "post_worker_init": post_worker_init,
         "bind": f"{settings.host}:{settings.http_port}", "workers": settings.workers,
         "worker_class": WORKER_CLASS, "worker_connections": settings.http_connections,
         "graceful_timeout": 20, "timeout": 30, "keepalive": settings.http_header_timeout,

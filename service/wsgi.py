@@ -4,8 +4,8 @@ from . import logs
 from .application import Application
 from .config import Settings
 from .http_api import create_app
-from .http_server import think
+from .http_server import BotPool
 
 settings = Settings.from_env()
 logs.setup(settings.log_level)
-app = create_app(settings, Application.from_settings(settings, think=think))
+app = create_app(settings, Application.from_settings(settings, think=BotPool(settings.bot_threads).think))
