@@ -181,3 +181,22 @@ def test_every_rule_option_is_in_the_docs_tables():
     assert re.findall(r"^\| `(\w+)` \|", api, re.M) == list(OPTION_NAMES)
     named = {name for row in re.findall(r"^\| (`[^|]+) \|", rules, re.M) for name in re.findall(r"`(\w+)`", row)}
     assert set(OPTION_NAMES) <= named
+
+
+def test_every_document_field_is_in_the_docs():
+    """docs/API.md's state table names every field of the state document, its view
+    paragraph every field of the view, and the player paragraph every field of a player
+    (a field added to a document but not to the docs fails here)."""
+    import re
+    from pathlib import Path
+
+    from engine.codec import PlayerDoc, StateDoc
+    from engine.view import ViewDoc
+
+    api = (Path(__file__).resolve().parent.parent / "docs" / "API.md").read_text()
+    state = api.split("## The state document", 1)[1].split("\n## ", 1)[0]
+    assert re.findall(r"^\| `(\w+)` \|", state, re.M) == list(StateDoc.__struct_fields__)
+    player = state.split("A player document", 1)[1].split("\n\n", 1)[0]
+    assert set(PlayerDoc.__struct_fields__) <= set(re.findall(r"`(\w+)` \(", player))
+    view = api.split("## The view document", 1)[1].split("\n## ", 1)[0]
+    assert set(ViewDoc.__struct_fields__) <= set(re.findall(r"`(\w+)`", view))
