@@ -21,7 +21,7 @@ from .errors import InvalidInputError, convert, invalid_from_msgspec
 from .game import can_act
 from .rules import LOWEST_SCORE, MANUAL, Rules, resolve_rules, rules_to_dict
 from .scoring import mode
-from .shuffle import SEED_MAX_LENGTH
+from .shuffle import SEED_MAX_LENGTH, check_seed
 from .state import ACTIVE, OUT, OUT_OF_ROUND, PLAYING, GameState, GameStatus, Play2, Player, PlayerStatus, Turn
 
 Card = Literal["0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10",
@@ -181,6 +181,7 @@ def state_from_doc(doc: StateDoc) -> GameState:
     if winners:
         _check_finished(rules, players, winners)
     _total(rules, doc, players)
+    check_seed(doc.seed, "state.seed")  # a fair seed's form (engine/shuffle.py)
     state = GameState(
         rules=rules, players=tuple(players), draw_pile=tuple(doc.draw_pile),
         discard_pile=tuple(doc.discard_pile), current=current,

@@ -1,4 +1,10 @@
-"""Deterministic shuffles (R-RNG-1): a shuffle is a pure function of (seed, shuffle number)."""
+"""Deterministic shuffles (R-RNG-1): a shuffle is a pure function of (seed, shuffle number).
+
+A seed ``"fair1:<64 hex digits>"`` is a fair session's master key (engine/fairness.py,
+docs/FAIRNESS.md): its shuffles are the keyed Fisher–Yates shuffles anyone can recompute
+from the revealed secret and the seats' seeds. Any other seed drives Python's Mersenne
+Twister (below).
+"""
 
 from __future__ import annotations
 
@@ -8,11 +14,14 @@ from collections.abc import Iterable
 from operator import itemgetter
 
 from .errors import InvalidInputError
+from .fairness import fair_shuffled
 from .state import Seed
 
 SEED_MIN = -(2**63)
 SEED_MAX = 2**63 - 1
 SEED_MAX_LENGTH = 128
+FAIR_SEED_PREFIX = "fair1:"
+_HEX = frozenset("0123456789abcdef")
 
 
 def shuffled(cards: Iterable[str], seed: Seed, number: int) -> tuple[str, ...]:
@@ -26,6 +35,8 @@ def shuffled(cards: Iterable[str], seed: Seed, number: int) -> tuple[str, ...]:
     cards = tuple(cards)
     if len(cards) < 2:
         return cards
+    if type(seed) is str and seed.startswith(FAIR_SEED_PREFIX):
+        return fair_shuffled(cards, bytes.fromhex(seed[len(FAIR_SEED_PREFIX):]), number)
     draw = random.Random(f"{seed!r}/{number}").random
     keys = [draw() for _ in cards]
     return itemgetter(*sorted(range(len(cards)), key=keys.__getitem__))(cards)  # type: ignore[no-any-return]
@@ -40,8 +51,24 @@ def check_seed(seed: object, path: str = "seed") -> Seed:
     if type(seed) is str:
         if not 1 <= len(seed) <= SEED_MAX_LENGTH:
             raise InvalidInputError(f"a string seed must have 1 to {SEED_MAX_LENGTH} characters", path)
+        if seed.startswith(FAIR_SEED_PREFIX) and not fair_seed_key(seed):
+            raise InvalidInputError(f"a seed starting {FAIR_SEED_PREFIX!r} is a fair master key: 64 lowercase "
+                                    "hex digits follow", path)
         return seed
     raise InvalidInputError("must be an integer or a string", path)
+
+
+def fair_seed(key: bytes) -> str:
+    """The seed of a game shuffled from fair master key ``key`` (32 bytes)."""
+    return FAIR_SEED_PREFIX + key.hex()
+
+
+def fair_seed_key(seed: str) -> bytes | None:
+    """The master key of a fair seed, or None if ``seed`` is not one."""
+    digits = seed[len(FAIR_SEED_PREFIX):] if seed.startswith(FAIR_SEED_PREFIX) else ""
+    if len(digits) != 64 or not _HEX.issuperset(digits):
+        return None
+    return bytes.fromhex(digits)
 
 
 def random_seed() -> int:
