@@ -16,7 +16,7 @@ from .actions import parse_action
 from .cards import TOTAL_DELTA
 from .errors import IllegalActionError, InvalidInputError
 from .rules import AUTO, MANUAL, Rules
-from .scoring import mode, points_round_over
+from .scoring import mode
 from .state import (
     DRAW,
     NEW_TURN,
@@ -312,9 +312,7 @@ def _apply_draw(state: GameState, seat: int) -> tuple[GameState, list[Event]]:
 def _end_turn(t: Table, seat: int, obligate: bool) -> None:
     """Pass the turn on from ``seat``; ``obligate`` puts the next player under a Play 2."""
     t.turn = NEW_TURN
-    if mode(t.rules).scores and active_count(t.players) == 1:
-        points_round_over(t)  # R-PTS-3: one player left in the round
-    else:
+    if not mode(t.rules).round_over(t):
         nxt = next_active(t, seat)
         t.current = nxt
         if obligate:

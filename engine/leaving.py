@@ -7,9 +7,9 @@ from msgspec import structs
 
 from .errors import IllegalActionError
 from .game import enter_turn
-from .scoring import mode, points_round_over
+from .scoring import mode
 from .state import NEW_TURN, OUT, PLAYING, GameState
-from .table import Event, Table, active_count, end_game, next_active
+from .table import Event, Table, end_game, next_active
 
 
 def forfeit(state: GameState, player: str) -> tuple[GameState, list[Event]]:
@@ -30,9 +30,7 @@ def forfeit(state: GameState, player: str) -> tuple[GameState, list[Event]]:
     left = [i for i, p in enumerate(t.players) if p.status != OUT]
     if len(left) == 1:
         end_game(t, left)  # R-WIN-1
-    elif mode(t.rules).scores and active_count(t.players) == 1:
-        t.turn = NEW_TURN
-        points_round_over(t)  # R-PTS-3
+    elif mode(t.rules).round_over(t):  # R-PTS-3: one player left in the round
         enter_turn(t)
     elif seat == t.current:
         t.turn = NEW_TURN  # R-P2-5: the obligation leaves with them

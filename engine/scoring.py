@@ -9,7 +9,8 @@ and the bots ask it, never the mode's name.
 
 from __future__ import annotations
 
-from typing import Final
+from abc import ABC, abstractmethod
+from typing import ClassVar, Final
 
 from msgspec import structs
 
@@ -20,17 +21,36 @@ from .state import ACTIVE, NEW_TURN, OUT, OUT_OF_ROUND, GameState, Player
 from .table import Table, active_count, draw_card, end_game, next_active
 
 
-class Mode:
-    """Elimination scoring (R-SCORE-ELIM): one round; a player to act with no legal
-    play is out of the game (R-ELIM-1), and the last one in wins (R-WIN-1)."""
+class Mode(ABC):
+    """What a scoring mode decides; each mode is a subclass, named in MODES."""
 
     # Players score points, may go over the limit without a legal play (R-PTS-1) and sit
     # out the rest of a round (R-PTS-2); a round ends when one player is left in it.
-    scores = False
-    rounds = False  # the game can go on to another round (R-ROUND)
+    scores: ClassVar[bool] = False
+    rounds: ClassVar[bool]  # the game can go on to another round (R-ROUND)
 
     def starting_tokens(self, rules: Rules) -> int:
         return 0
+
+    @abstractmethod
+    def no_action(self, t: Table, seat: int) -> None:
+        """R-ELIM-2: what happens to the player to act, at ``seat``, who has no legal action."""
+
+    @abstractmethod
+    def leaders(self, state: GameState) -> list[int]:
+        """The seats best placed in a game still in play."""
+
+    def round_over(self, t: Table) -> bool:
+        """Called when a player leaves the round or the turn passes on: end the round if
+        this mode ends it now (points: one player left in it, R-PTS-3); whether it did."""
+        return False
+
+
+class Elimination(Mode):
+    """Elimination scoring (R-SCORE-ELIM): one round; a player to act with no legal
+    play is out of the game (R-ELIM-1), and the last one in wins (R-WIN-1)."""
+
+    rounds = False
 
     def no_action(self, t: Table, seat: int) -> None:
         p = t.players[seat]
@@ -43,7 +63,6 @@ class Mode:
             t.current = next_active(t, seat)
 
     def leaders(self, state: GameState) -> list[int]:
-        """The seats best placed in a game still in play."""
         return [i for i, p in enumerate(state.players) if p.status == ACTIVE]
 
 
@@ -77,10 +96,14 @@ class Points(Mode):
         _leave_turn(t, seat)
         t.players[seat] = structs.replace(p, status=OUT_OF_ROUND)
         t.events.append({"type": "out_of_round", "player": p.id, "reason": "no_playable_card"})  # R-PTS-2
-        if active_count(t.players) == 1:
-            points_round_over(t)
-        else:
+        if not self.round_over(t):
             t.current = next_active(t, seat)
+
+    def round_over(self, t: Table) -> bool:
+        if active_count(t.players) != 1:
+            return False
+        points_round_over(t)  # R-PTS-3: one player left in the round
+        return True
 
     def leaders(self, state: GameState) -> list[int]:
         standing = [i for i, p in enumerate(state.players) if p.status != OUT]
@@ -88,7 +111,7 @@ class Points(Mode):
         return [i for i in standing if state.players[i].score == low]
 
 
-MODES: Final[dict[Scoring, Mode]] = {ELIMINATION: Mode(), TOKENS: Tokens(), POINTS: Points()}
+MODES: Final[dict[Scoring, Mode]] = {ELIMINATION: Elimination(), TOKENS: Tokens(), POINTS: Points()}
 
 
 def mode(rules: Rules) -> Mode:

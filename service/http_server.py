@@ -82,18 +82,22 @@ class ConnectionLimits:
     read_timeout: float
     per_peer: int
 
+    @classmethod
+    def of(cls, settings: Settings) -> ConnectionLimits:
+        return cls(settings.http_read_timeout, settings.http_connections_per_peer)
+
 
 class Worker(GeventWorker):  # type: ignore[misc]
     """gunicorn's gevent worker, with a read timeout on every client connection and a
     limit of open connections per client address."""
 
-    # options()'s post_worker_init hook sets the configured limits, in the worker before
-    # it serves; a worker started otherwise holds the settings' defaults.
-    limits = ConnectionLimits(Settings.http_read_timeout, Settings.http_connections_per_peer)
-
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.per_peer: Counter[str] = Counter()
+        # options()'s post_worker_init hook sets the configured limits before the worker
+        # serves; a worker gunicorn was told to use directly (``-k``, service.wsgi:app)
+        # takes them from the environment.
+        self.limits = ConnectionLimits.of(Settings.from_env())
 
     def handle(self, listener: Any, client: Any, addr: Any) -> None:
         limits = self.limits
@@ -115,7 +119,7 @@ class Worker(GeventWorker):  # type: ignore[misc]
 
 def options(settings: Settings) -> dict[str, Any]:
     """gunicorn settings of the HTTP API (the benchmark's baseline runs under the same)."""
-    limits = ConnectionLimits(settings.http_read_timeout, settings.http_connections_per_peer)
+    limits = ConnectionLimits.of(settings)
 
     def post_worker_init(worker: Worker) -> None:
         worker.limits = limits

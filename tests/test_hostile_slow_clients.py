@@ -143,3 +143,36 @@ def test_one_address_holds_at_most_its_share_of_connections_and_others_are_still
         for s in held:
             s.close()
         server.stop()
+
+
+def test_gunicorn_started_on_the_wsgi_app_with_the_worker_takes_its_limits_from_the_environment():
+    """OPERATIONS.md's other way to serve: ``gunicorn service.wsgi:app -k
+    service.http_server.Worker``; the per-address limit comes from ONO99_* there too."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import free_port
+
+    port = free_port()
+    env = {**os.environ, "ONO99_SESSIONS": "false", "ONO99_HTTP_CONNECTIONS_PER_PEER": "1",
+           "ONO99_LOG_LEVEL": "warning"}
+    server = subprocess.Popen([sys.executable, "-m", "gunicorn", "service.wsgi:app", "-k", "service.http_server.Worker",
+                               "-w", "1", "-b", f"127.0.0.1:{port}"], env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(100):
+            try:
+                if requests.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                    break
+            except requests.ConnectionError:
+                time.sleep(0.1)
+        first = socket.create_connection(("127.0.0.1", port), source_address=ATTACKER, timeout=10)
+        first.sendall(SLOW_START)
+        time.sleep(0.5)
+        second = socket.create_connection(("127.0.0.1", port), source_address=ATTACKER, timeout=10)
+        assert _closed_after(second) < 2  # the address holds its one connection
+        first.close()
+    finally:
+        server.terminate()
+        server.wait(10)

@@ -188,3 +188,13 @@ def test_an_explicit_deck_is_dealt_one_card_at_a_time_and_becomes_the_deck_optio
     assert exc.value.path == "deck" and "need" in str(exc.value)
     state, _ = new_game({"edition": "2022"}, ["a", "b"], deck=deck, seed="re")
     assert state.seed == "re"
+
+
+def test_every_scoring_mode_has_its_behaviour():
+    """engine/scoring.py's MODES holds one Mode for each Scoring value (a new value with no
+    Mode would fail every game of it)."""
+    from engine.rules import Scoring
+    from engine.scoring import MODES, Mode
+
+    assert set(MODES) == set(Scoring)
+    assert all(isinstance(m, Mode) for m in MODES.values())

@@ -11,23 +11,27 @@ from __future__ import annotations
 
 import random
 
+import msgspec
 import pytest
 from msgspec import structs
 
 from engine import apply, decode_state, dumps_state, encode_state, legal_actions, loads_state, new_game, view_doc
 from engine.bots.seat import Seat
-from engine.state import GameState, Turn
+from engine.rules import resolve_rules, rules_to_dict
+from engine.state import GameState, Player, Turn
 from engine.table import Table
+from engine.view import ViewDoc
 from service.grpc_api import convert
 from service.grpc_api.gen import ono99_pb2 as pb
 from tests.conftest import EVERY_OPTION_CHANGED, puzzle
 
 RULES = [{"edition": "2022"}, {"edition": "1980", "draw": "manual", "scoring": "tokens", "ono99_on_zero": True},
          {"edition": "1980", "scoring": "points", "target": 60}, {"edition": "2022", "total_floor": None}]
-# The turn's parts count one by one: a path that kept the turn but dropped a part of it
-# fails for that part.
+# The turn's parts and the players' fields count one by one: a path that kept the turn
+# or the players but dropped a part of them fails for that part.
 FIELDS = tuple(f for f in GameState.__struct_fields__ if f != "turn") + tuple(
-    f"turn.{f}" for f in Turn.__struct_fields__)
+    f"turn.{f}" for f in Turn.__struct_fields__) + tuple(
+    f"players.{f}" for f in Player.__struct_fields__ if f not in ("id", "hand"))
 
 
 def _rare_states() -> list[GameState]:
@@ -42,6 +46,8 @@ def _rare_states() -> list[GameState]:
 
 
 def _value(state: GameState, name: str) -> object:
+    if name.startswith("players."):
+        return tuple(getattr(p, name.removeprefix("players.")) for p in state.players)
     value: object = state
     for part in name.split("."):
         value = getattr(value, part)
@@ -62,7 +68,10 @@ def samples() -> dict[str, GameState]:
         fresh = state
         for _ in range(600):
             for name in FIELDS:
-                if name not in found and _differs(state, fresh, name):
+                # The first state that sets the field, or a later one still in play (a
+                # bot deals only states in play).
+                if (name not in found or found[name].status != "playing" == state.status) \
+                        and _differs(state, fresh, name):
                     found[name] = state
             if state.status != "playing":
                 break
@@ -124,6 +133,38 @@ def test_a_seats_view_and_the_states_a_bot_deals_from_it_keep_the_field(samples,
             assert structs.replace(mine, hand=()) == structs.replace(theirs, hand=())
             assert len(mine.hand) == len(theirs.hand)
         assert dealt.players[seat].hand == player.hand
+
+
+def _view_from_message(msg: pb.View) -> dict[str, object]:
+    """A view document read back from a View message, field by field (what a gRPC
+    client sees)."""
+    return {
+        "viewer": msg.viewer if msg.HasField("viewer") else None,
+        "rules": rules_to_dict(resolve_rules(convert.rules_doc(msg.rules))),
+        "players": [{"id": p.id, "hand": convert.cards(p.hand, "hand") if p.hand_visible else None,
+                     "hand_count": p.hand_count, "status": convert._STATUS_OF[p.status], "tokens": p.tokens,
+                     "score": p.score, "busted": p.busted} for p in msg.players],
+        "draw_pile_count": msg.draw_pile_count,
+        "discard_pile": convert.cards(msg.discard_pile, "discard_pile"),
+        "total": msg.total, "direction": msg.direction,
+        "current": msg.current if msg.HasField("current") else None,
+        "play2": {"player": msg.play2.player, "cards_left": msg.play2.cards_left} if msg.HasField("play2") else None,
+        "round": msg.round, "status": convert._GAME_OF[msg.status], "winners": list(msg.winners),
+        "round_starter": msg.round_starter, "owed_draws": list(msg.owed_draws),
+        "turn": {"swapped": msg.turn.swapped, "ono99_played": msg.turn.ono99_played},
+        "legal_actions": [convert.action_doc(a) for a in msg.legal_actions],
+    }
+
+
+@pytest.mark.parametrize("name", FIELDS)
+def test_a_grpc_view_keeps_the_field(samples, name):
+    state = samples[name]
+    for viewer in [None, *(p.id for p in state.players)]:
+        view = msgspec.to_builtins(view_doc(state, viewer))
+        message = pb.View.FromString(convert.view_message(view).SerializeToString())
+        read = _view_from_message(message)
+        assert set(read) == set(ViewDoc.__struct_fields__)
+        assert read == view, (name, viewer)
 
 
 def test_every_rule_option_is_changed_in_the_sample_rules():

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import random
 import time
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal, assert_never, get_args
 
 import msgspec
 from msgspec import Meta, Struct
@@ -123,12 +123,14 @@ def choose(view: ViewDoc, settings: BotSettings, limit_ms: int | None = None) ->
         action = actions[rng.randrange(len(actions))]
     elif settings.kind == "heuristic":
         action = heuristic_action(seat.deal(rng), actions)
-    else:
+    elif settings.kind == "ismcts":
         rollout = heuristic_policy if settings.rollout == "heuristic" else random_policy
         budget = min((ms for ms in (settings.budget_ms, limit_ms) if ms is not None), default=None)
         action, stats = search(seat, rng, settings.simulations, budget, settings.uct_c, rollout)
         if settings.simulations is not None:
             stats["cut"] = stats["iterations"] < settings.simulations
+    else:
+        assert_never(settings.kind)  # a kind of BotKind with no branch here
     stats.setdefault("iterations", 0)
     stats["elapsed_ms"] = round((time.monotonic() - started) * 1000, 2)
     return Suggestion(action, settings, stats)

@@ -23,6 +23,7 @@ from engine import (
 )
 from engine.codec import StateDoc, plain_fields
 from engine.rules import OPTION_NAMES
+from engine.state import PLAY
 from engine.view import ViewDoc
 
 from .gen import ono99_pb2 as pb
@@ -118,7 +119,7 @@ def action_doc(msg: pb.Action) -> dict[str, Any]:
     """An action's JSON object from an Action message."""
     kind = _enum(_ACTION_OF, msg.type, "action.type")
     doc: dict[str, Any] = {"player": msg.player, "type": kind}
-    if kind == "play" or msg.card:
+    if kind == PLAY or msg.card:
         doc["card"] = card(msg.card, "action.card")
     return doc
 
@@ -179,21 +180,24 @@ def suggestion_message(found: Any) -> pb.SuggestResponse:
                               stats={k: float(v) for k, v in found.stats.items()})
 
 
-# --- states and views ------------------------------------------------------------------------
-
 # --- states and views ------------------------------------------------------------------
 
 
-def _plain(doc: type[Struct], message: Any) -> tuple[str, ...]:
+def _plain(doc: type[Struct], message: Any, own_lines: set[str]) -> tuple[str, ...]:
     """The fields copied by name between the state and a document (engine.codec's
-    plain_fields) that the message holds as a scalar of the same name and value."""
+    plain_fields), less those with lines of their own here (``own_lines``): each a
+    scalar of the same name in the message. One the message lacks fails at import."""
     fields = message.DESCRIPTOR.fields_by_name
-    return tuple(name for name in plain_fields(doc) if name in fields
-                 and fields[name].enum_type is None and fields[name].message_type is None)
+    names = tuple(name for name in plain_fields(doc) if name not in own_lines)
+    wrong = [name for name in names if name not in fields or fields[name].enum_type is not None
+             or fields[name].message_type is not None]
+    if wrong:
+        raise RuntimeError(f"{message.DESCRIPTOR.full_name} has no scalar field for {wrong}: add it to the proto")
+    return names
 
 
-_STATE_PLAIN = _plain(StateDoc, pb.GameState)
-_VIEW_PLAIN = _plain(ViewDoc, pb.View)
+_STATE_PLAIN = _plain(StateDoc, pb.GameState, {"status", "seed"})  # an enum; a oneof
+_VIEW_PLAIN = _plain(ViewDoc, pb.View, {"status"})
 
 
 def state_message(state: GameState) -> pb.GameState:
