@@ -53,11 +53,13 @@ from service.ports import free_port  # noqa: E402
 SERVICE_KEY = "bench-service-key"
 
 
-def gunicorn(app: str, port: int, workers: int, env: dict[str, str]) -> subprocess.Popen[bytes]:
-    """gunicorn with the same settings for every app: the service's own (service/http_server.py)."""
+def gunicorn(app: str, port: int, workers: int, env: dict[str, str],
+             worker_class: str | None = None) -> subprocess.Popen[bytes]:
+    """gunicorn with the same settings for every app: the service's own (service/http_server.py),
+    under its worker class unless ``worker_class`` names another."""
     served = http_server.options(Settings(http_port=port, workers=workers, log_level="warning"))
     proc = subprocess.Popen([sys.executable, "-m", "gunicorn", "--workers", str(workers),
-                             "--worker-class", served["worker_class"],
+                             "--worker-class", worker_class or served["worker_class"],
                              "--worker-connections", str(served["worker_connections"]),
                              "--keep-alive", str(served["keepalive"]), "--bind", served["bind"],
                              "--log-level", "warning", app],

@@ -3,6 +3,8 @@
 --
 --   wrk -t N -c N -d 3s -s benchmarks/wrk_http.lua URL -- post PATH BODY_FILE
 --       the same POST with a JSON body, over and over
+--   wrk -t N -c N -d 3s -s benchmarks/wrk_http.lua URL -- get PATH
+--       the same GET, over and over
 --   wrk -t N -c N -d 3s -s benchmarks/wrk_http.lua URL -- actions DIR
 --       session actions: thread n sends the lines of DIR/n.txt in order, each
 --       "path TAB seat token TAB JSON body", the legal moves of its sessions' games
@@ -24,6 +26,10 @@ local function read_file(path)
 end
 
 function init(args)
+   if args[1] == "get" then
+      wrk.path = args[2]
+      return
+   end
    if args[1] == "post" then
       -- No request() of our own: wrk formats this request once and sends it every time.
       wrk.method = "POST"
@@ -32,7 +38,7 @@ function init(args)
       wrk.headers["Content-Type"] = "application/json"
       return
    end
-   assert(args[1] == "actions", "usage: -- post PATH BODY_FILE | -- actions DIR")
+   assert(args[1] == "actions", "usage: -- get PATH | -- post PATH BODY_FILE | -- actions DIR")
    local moves = {}
    for line in io.lines(args[2] .. "/" .. id .. ".txt") do
       local path, token, body = line:match("^([^\t]*)\t([^\t]*)\t(.*)$")

@@ -31,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+import gevent
 from gunicorn.workers.base_async import AsyncWorker
 from gunicorn.workers.ggevent import GeventWorker
 
@@ -98,6 +99,15 @@ class Worker(GeventWorker):  # type: ignore[misc]
         # serves; a worker gunicorn was told to use directly (``-k``, service.wsgi:app)
         # takes them from the environment.
         self.limits = ConnectionLimits.of(Settings.from_env())
+
+    def handle_request(self, listener_name: Any, req: Any, sock: Any, addr: Any) -> None:
+        super().handle_request(listener_name, req, sock, addr)
+        # The connection stays open for its next request. gunicorn's keep-alive loop reads
+        # it at once, and when the client has already sent it that read does not block: no
+        # other greenlet would run until this client paused, so the others' requests
+        # (and new connections) waited tens to hundreds of milliseconds behind it. Wait
+        # here until the event loop has served every other connection that is ready.
+        gevent.idle()
 
     def handle(self, listener: Any, client: Any, addr: Any) -> None:
         limits = self.limits

@@ -176,3 +176,4 @@ def test_gunicorn_started_on_the_wsgi_app_with_the_worker_takes_its_limits_from_
     finally:
         server.terminate()
         server.wait(10)
+
