@@ -1,13 +1,17 @@
-"""HTTP speed: POST /v1/games/apply and a session action against a bare Flask endpoint.
+"""HTTP speed: POST /v1/games/apply and a session action against bare Flask endpoints.
 
     python benchmarks/bench_http.py [--seconds 3] [--rounds 3] [--clients 8] [--workers 2] [--client wrk|python]
 
 Both apps run under gunicorn with the same settings (the service's gevent workers, keep-alive), on
-loopback; the three targets are measured in interleaved rounds in the same run (the
+loopback; the four targets are measured in interleaved rounds in the same run (the
 best round of each counts: the machine is noisy). The bare endpoint parses and returns
 the same JSON body as the apply request. Session actions are real moves: each client
 plays its own sessions, move after legal move, its games known through the (deterministic)
-engine. The last line printed is one JSON object.
+engine. They are held against the bare echo and against a floor that does a session
+action's Redis work and nothing else (benchmarks/bare_flask.py, ``/floor``: one read of
+the session's fields, one run of the service's compare-and-set script with a state of
+the same size, an answer of the same size), each connection on a session of its own.
+The last line printed is one JSON object.
 
 The load comes from wrk (Debian package ``wrk``; ``--client wrk``, the default) with
 benchmarks/wrk_http.lua: a client in C that costs the shared two cores far less per
@@ -189,6 +193,46 @@ def prepare_moves(port: int, path: Path, moves: int) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
+FLOOR_BODY = json.dumps({"action": {"player": "ann", "type": "play", "card": "5"}})
+
+
+def prepare_floor(redis_url: str, path: Path, clients: int, moves: int) -> None:
+    """For wrk: per connection a session of the Redis floor (bare_flask.py's /floor) and
+    ``moves`` requests to it, in wrk_http.lua's actions format."""
+    import redis
+
+    from benchmarks.bare_flask import seed_floor
+
+    client = redis.Redis.from_url(redis_url)
+    for n in range(1, clients + 1):
+        sid = f"floor-{path.name}-{n}"
+        seed_floor(client, sid)
+        (path / f"{n}.txt").write_text(f"/floor/{sid}\tnone\t{FLOOR_BODY}\n" * moves)
+    client.close()
+
+
+def floor_requests(redis_url: str, r: int):  # type: ignore[no-untyped-def]
+    """For the Python client: each client thread's own floor session, one request a call."""
+    import redis
+
+    from benchmarks.bare_flask import seed_floor
+
+    client = redis.Redis.from_url(redis_url)
+    count = [0]
+    lock = threading.Lock()
+
+    def request(conn: http.client.HTTPConnection, mine: dict) -> bool | None:  # type: ignore[type-arg]
+        if "sid" not in mine:
+            with lock:
+                count[0] += 1
+                mine["sid"] = f"floor-py-{r}-{count[0]}"
+            seed_floor(client, mine["sid"])
+            return None
+        return post(conn, f"/floor/{mine['sid']}", FLOOR_BODY.encode())[0] == 200
+
+    return request
+
+
 def best(rounds: list[dict[str, float]]) -> dict[str, float]:
     """The round with the most requests/s (the machine is noisy; its best is the server's)."""
     return max(rounds, key=lambda r: r["requests_per_s"])
@@ -214,7 +258,7 @@ def main() -> None:
 
     redis_server = start_embedded()
     body = mid_game_body()
-    rounds: dict[str, list[dict[str, float]]] = {"bare": [], "apply": [], "session_action": []}
+    rounds: dict[str, list[dict[str, float]]] = {"bare": [], "apply": [], "session_action": [], "floor": []}
     # Seats act as fast as the clients can: the per-seat and creation rate limits are off.
     env = {"REDIS_URL": redis_server.connection_url, "ONO99_SERVICE_KEY": SERVICE_KEY,
            "ONO99_LOG_LEVEL": "warning", "ONO99_ACTIONS_PER_SECOND": "0", "ONO99_CREATES_PER_MINUTE": "0"}
@@ -245,12 +289,19 @@ def main() -> None:
                                   [moves] * args.clients))
                 rounds["session_action"].append(wrk_load(wrk, service_port, args.seconds, args.clients,
                                                          ["actions", str(moves_dir)]))
+                floor_dir = work / f"floor-{r}"
+                floor_dir.mkdir()
+                prepare_floor(redis_server.connection_url, floor_dir, args.clients, moves)
+                rounds["floor"].append(wrk_load(wrk, bare_port, args.seconds, args.clients,
+                                                ["actions", str(floor_dir)]))
             else:
                 rounds["bare"].append(load(bare_port, args.seconds, args.clients,
                                            lambda conn, _: post(conn, "/echo", body)[0] == 200))
                 rounds["apply"].append(load(service_port, args.seconds, args.clients,
                                             lambda conn, _: post(conn, "/v1/games/apply", body)[0] == 200))
                 rounds["session_action"].append(load(service_port, args.seconds, args.clients, session_request))
+                floor_request = floor_requests(redis_server.connection_url, r)
+                rounds["floor"].append(load(bare_port, args.seconds, args.clients, floor_request))
             print(f"round {r + 1}/{args.rounds}: " + ", ".join(
                 f"{name} {best(rs)['requests_per_s']:,.0f} req/s" for name, rs in rounds.items()) + " (best so far)",
                 flush=True)
@@ -270,7 +321,10 @@ def main() -> None:
     figures["ratio_apply"] = round(results["apply"]["requests_per_s"] / results["bare"]["requests_per_s"], 3)
     figures["ratio_session_action"] = round(
         results["session_action"]["requests_per_s"] / results["bare"]["requests_per_s"], 3)
-    print(f"ratio apply/bare {figures['ratio_apply']}, session action/bare {figures['ratio_session_action']}")
+    figures["ratio_session_action_floor"] = round(
+        results["session_action"]["requests_per_s"] / results["floor"]["requests_per_s"], 3)
+    print(f"ratio apply/bare {figures['ratio_apply']}, session action/bare {figures['ratio_session_action']}, "
+          f"session action/Redis floor {figures['ratio_session_action_floor']}")
     print(json.dumps(figures))
 
 

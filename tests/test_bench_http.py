@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-TARGETS = ("bare", "apply", "session_action")
+TARGETS = ("bare", "apply", "session_action", "floor")
 
 
 def bench(*args: str, env: dict[str, str] | None = None) -> tuple[list[str], dict]:
@@ -36,6 +36,8 @@ def check_figures(figures: dict) -> None:
     assert figures["ratio_apply"] == round(figures["apply_requests_per_s"] / figures["bare_requests_per_s"], 3)
     assert figures["ratio_session_action"] == round(
         figures["session_action_requests_per_s"] / figures["bare_requests_per_s"], 3)
+    assert figures["ratio_session_action_floor"] == round(
+        figures["session_action_requests_per_s"] / figures["floor_requests_per_s"], 3)
 
 
 def test_bench_http_under_wrk():
