@@ -332,6 +332,35 @@ def check(args: argparse.Namespace, settings: Settings) -> int:
     return 0 if ok else 1
 
 
+def _receipt(text: str) -> tuple[int, str]:
+    version, _, chain_hash = text.partition(":")
+    if not version.isdigit() or len(chain_hash) != 64 or set(chain_hash) - set("0123456789abcdef"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not VERSION:HASH (64 lowercase hex digits)")
+    return int(version), chain_hash
+
+
+def verify(args: argparse.Namespace) -> int:
+    """Check a game record (docs/RECORDS.md): one line per check; exit 0 only when every
+    check holds, else 1 (2 when the file is not a JSON record)."""
+    import json
+
+    from engine.records import verify as verify_record
+
+    try:
+        with open(args.record, encoding="utf-8") as file:
+            record = json.load(file)
+    except (OSError, ValueError) as exc:
+        print(f"ono99 verify: {args.record}: {exc}", file=sys.stderr)
+        return 2
+    if not isinstance(record, dict):
+        print(f"ono99 verify: {args.record}: not a JSON object", file=sys.stderr)
+        return 2
+    checks = verify_record(record, args.receipt)
+    for c in checks:
+        print(f"{'ok  ' if c.ok else 'FAIL'} {c.name}" + (f": {c.detail}" if c.detail else ""))
+    return 0 if all(c.ok for c in checks) else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``ono99`` command."""
     parser = argparse.ArgumentParser(prog="ono99", description="ONO 99 rules service")
@@ -364,9 +393,15 @@ def main(argv: list[str] | None = None) -> int:
     p_check.add_argument("--service", default="", help="gRPC health service name (default: the whole server)")
     p_check.add_argument("--timeout", type=float, default=2.0)
     p_check.set_defaults(func=check)
+    p_verify = sub.add_parser("verify", help="check a game record: format, hash chain, receipts, replay, outcome")
+    p_verify.add_argument("record", help="the record's JSON file")
+    p_verify.add_argument("--receipt", action="append", type=_receipt, default=[], metavar="VERSION:HASH",
+                          help="a chain hash kept from an answer, which the record must hold at that version")
     args = parser.parse_args(argv)
     if args.command == "check":
         return check(args, Settings())
+    if args.command == "verify":
+        return verify(args)
     settings = _settings(args)
     logs.setup(settings.log_level)
     return int(args.func(args, settings))

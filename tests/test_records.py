@@ -1,0 +1,203 @@
+"""Game records (engine/records.py): a record of a played game verifies; each kind of
+tampering is caught by the check that names it; a seat's redacted record hides every
+card it may not see and still verifies its chain; receipts kept from answers verify."""
+
+from __future__ import annotations
+
+import copy
+import random
+
+import pytest
+
+from engine import apply, encode_state, legal_actions, new_game
+from engine.leaving import forfeit
+from engine.records import (
+    add_version,
+    engine_events,
+    header_hash,
+    outcome,
+    redacted,
+    start,
+    verify,
+    version_hash,
+    version_meta,
+)
+
+PLAYERS = ["ann", "bob", "cy"]
+
+
+def played(rules: dict, seed: int, forfeit_at: int | None = None) -> tuple[dict, list[tuple[int, str]]]:
+    """A record of a game played at random to its end, and the receipts of every version."""
+    state, events = new_game(rules, PLAYERS, seed=seed)
+    header = {"engine": "test", "rules": encode_state(state)["rules"],
+              "seats": [{"id": p, "kind": "person"} for p in PLAYERS], "timer": None, "created_ms": 1000,
+              "fairness": None, "initial_state": encode_state(state)}
+    record = start(header, 1000, events)
+    receipts = [(1, record["final_hash"])]
+    rng = random.Random(seed)
+    step = 0
+    while state.status == "playing":
+        step += 1
+        if step == forfeit_at:
+            player = state.players[state.current].id
+            state, events = forfeit(state, player)
+            receipts.append((step + 1, add_version(record, 1000 + step, "timer", player,
+                                                   [{"type": "forfeit", "player": player}],
+                                                   [{"type": "turn_timed_out", "player": player}, *events])))
+            continue
+        action = rng.choice(legal_actions(state))
+        doc = {"player": action.player, "type": str(action.type), **({"card": action.card} if action.card else {})}
+        state, events = apply(state, action)
+        receipts.append((step + 1, add_version(record, 1000 + step, "person", action.player, [doc], events)))
+    record["outcome"] = outcome(state)
+    return record, receipts
+
+
+def failed(checks) -> tuple[str, str] | None:  # type: ignore[no-untyped-def]
+    bad = [c for c in checks if not c.ok]
+    return (bad[0].name, bad[0].detail) if bad else None
+
+
+@pytest.mark.rules("R-RNG-1", "R-TIME-1")
+@pytest.mark.parametrize("rules", [{"edition": "2022"}, {"edition": "1980", "scoring": "points", "draw": "manual"},
+                                   {"edition": "1980", "scoring": "tokens"}])
+def test_a_played_game_verifies_with_every_receipt(rules):
+    record, receipts = played(rules, seed=4, forfeit_at=3)
+    checks = verify(record, receipts)
+    assert failed(checks) is None, checks
+    names = [c.name for c in checks]
+    assert names[:3] == ["format", "chain", "final hash"] and names[-2:] == ["replay", "outcome"]
+    assert len([n for n in names if n.startswith("receipt")]) == len(record["versions"])
+
+
+@pytest.fixture(scope="module")
+def game() -> dict:
+    return played({"edition": "2022"}, seed=9)[0]
+
+
+def _flip_card(record: dict) -> None:
+    for version in record["versions"][1:]:
+        for event in version["events"]:
+            if event["type"] == "played":
+                event["card"] = "ono99" if event["card"] != "ono99" else "5"
+                return
+
+
+def _rehash(record: dict) -> None:
+    """What a forger would do after a change: recompute every hash."""
+    previous = header_hash(record["header"])
+    for version in record["versions"]:
+        version["hash"] = previous = version_hash(previous, version_meta(version), version["events"])
+    record["final_hash"] = previous
+
+
+def _swap_versions(record: dict) -> None:
+    versions = record["versions"]
+    versions[2], versions[3] = versions[3], versions[2]
+
+
+def _change_action(record: dict) -> None:
+    version = next(v for v in record["versions"][1:] if v["actions"][0]["type"] == "play")
+    version["actions"][0]["card"] = "ono99" if version["actions"][0]["card"] != "ono99" else "5"
+
+
+@pytest.mark.parametrize("tamper,check", [
+    (_flip_card, "chain"),
+    (_change_action, "chain"),
+    (_swap_versions, "chain"),
+    (lambda r: r["header"]["rules"].update(limit=100), "chain"),
+    (lambda r: r["header"]["initial_state"]["players"][0]["hand"].reverse(), "chain"),
+    (lambda r: r["versions"].pop(5), "chain"),
+    (lambda r: r.update(final_hash="0" * 64), "final hash"),
+    (lambda r: r.update(format_version=2), "format"),
+    (lambda r: (_flip_card(r), _rehash(r)), "replay"),
+    (lambda r: (_change_action(r), _rehash(r)), "replay"),
+    (lambda r: r["outcome"].update(winners=["nobody"]), "outcome"),
+])
+def test_each_tampering_is_caught_by_its_check(game, tamper, check):
+    record = copy.deepcopy(game)
+    tamper(record)
+    assert failed(verify(record)) is not None
+    assert failed(verify(record))[0] == check, verify(record)
+
+
+def test_a_receipt_the_record_does_not_hold_fails():
+    record, receipts = played({"edition": "2022"}, seed=2)
+    version, _ = receipts[4]
+    assert failed(verify(record, [(version, "1" * 64)]))[0] == f"receipt {version}"
+    assert failed(verify(record, [(10_000, "1" * 64)]))[0] == "receipt 10000"
+
+
+@pytest.mark.rules("R-SET-3")
+def test_a_seats_redacted_record_hides_what_it_may_not_see_and_still_verifies_its_chain(game):
+    for viewer in [None, *PLAYERS]:
+        shown = redacted(game, viewer)
+        assert set(shown["header"]["initial_state"]) == {"hidden"}
+        for version in shown["versions"]:
+            for event in version["events"]:
+                if event["type"] == "drew" and event["player"] != viewer:
+                    assert "card" not in event and "hidden" in event
+        checks = verify(shown)
+        assert failed(checks) is None, checks
+        assert checks[-1].name == "replay" and "skipped" in checks[-1].detail
+        assert shown["final_hash"] == game["final_hash"]
+
+
+def test_engine_events_leave_out_the_services_own():
+    events = [{"type": "turn_timed_out", "player": "a", "version": 3}, {"type": "played", "player": "a",
+                                                                          "card": "5", "total": 5, "version": 3}]
+    assert engine_events(events) == [{"type": "played", "player": "a", "card": "5", "total": 5}]
+
+
+def test_ono99_verify_prints_each_check_and_exits_by_the_result(tmp_path, game):
+    import json
+    import subprocess
+    import sys
+
+    path = tmp_path / "record.json"
+    path.write_text(json.dumps(game))
+    receipt = f"{len(game['versions'])}:{game['final_hash']}"
+    run = subprocess.run([sys.executable, "-m", "service.cli", "verify", str(path), "--receipt", receipt],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stdout + run.stderr
+    lines = run.stdout.splitlines()
+    assert lines[0].startswith("ok   format") and all(line.startswith("ok") for line in lines)
+    assert any(line.startswith(f"ok   receipt {len(game['versions'])}") for line in lines)
+    tampered = copy.deepcopy(game)
+    _flip_card(tampered)
+    path.write_text(json.dumps(tampered))
+    run = subprocess.run([sys.executable, "-m", "service.cli", "verify", str(path)], capture_output=True, text=True,
+                         timeout=60)
+    assert run.returncode == 1
+    assert run.stdout.splitlines()[-1].startswith("FAIL chain: version ")
+    path.write_text("not json")
+    assert subprocess.run([sys.executable, "-m", "service.cli", "verify", str(path)], capture_output=True,
+                          timeout=60).returncode == 2
+    bad = subprocess.run([sys.executable, "-m", "service.cli", "verify", str(path), "--receipt", "x"],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "VERSION:HASH" in bad.stderr
+
+
+def test_the_verify_example_of_docs_records_runs(tmp_path, game):
+    """docs/RECORDS.md's `ono99 verify` block, run on a real record (its receipt's hash
+    shortened there, filled in here), prints the line the page shows first."""
+    import json
+    import re
+    import shlex
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "RECORDS.md").read_text()
+    block = re.search(r"^```sh\n(.*?)^```", page, re.M | re.S)
+    assert block
+    command, shown = block.group(1).strip().splitlines()
+    words = shlex.split(command)
+    assert words[:2] == ["ono99", "verify"]
+    (tmp_path / "game.json").write_text(json.dumps(game))
+    version = int(words[-1].split(":")[0])
+    words[-1] = f"{version}:{game['versions'][version - 1]['hash']}"
+    run = subprocess.run([sys.executable, "-m", "service.cli", *words[1:]], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=60)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.stdout.splitlines()[0] == shown.removeprefix("# →").strip()
