@@ -9,16 +9,21 @@ count, one connection per wrk thread. The sync worker serves one request at a ti
 process and closes each connection, so its tail is that of requests queued fairly;
 the gevent worker keeps connections open and must share the process between them
 fairly too (service/http_server.py, ``Worker.handle_request``). Rounds alternate
-between the two servers; each figure is the round with the lowest p99. The last line
-is one JSON object: p50 and p99 per worker, target and connection count, and
-``ratio_p99_<target>_<n>`` = gevent p99 / sync p99.
+between the two servers; each figure is the round with the lowest p99. A last case
+mixes the two kinds of client on the gevent worker: one kept-alive connection asking
+``/healthz`` while 32 others open a new connection for every request (its requests/s
+and p99: a worker that waited for an idle loop without bound answered it about once).
+The last line is one JSON object: p50 and p99 per worker, target and connection count,
+``ratio_p99_<target>_<n>`` = gevent p99 / sync p99, and the mixed case's figures.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -30,6 +35,30 @@ from benchmarks.bench_http import gunicorn, mid_game_body, wrk_load  # noqa: E40
 from service.ports import free_port  # noqa: E402
 
 TARGETS = {"healthz": lambda body: ["get", "/healthz"], "apply": lambda body: ["post", "/v1/games/apply", body]}
+
+
+def _ms(text: str) -> float:
+    value, unit = re.fullmatch(r"([\d.]+)(us|ms|s)", text).groups()  # type: ignore[union-attr]
+    return round(float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit], 2)
+
+
+def mixed(wrk: str, port: int, seconds: float) -> dict[str, float]:
+    """One kept-alive connection's requests/s and p99 while 32 connections are opened
+    and closed for one request each."""
+    url = f"http://127.0.0.1:{port}/healthz"
+    duration = f"{max(1, round(seconds))}s"
+    flood = subprocess.Popen([wrk, "-t4", "-c32", "-d", f"{max(1, round(seconds)) + 2}s", "-H", "Connection: close",
+                              url], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        out = subprocess.run([wrk, "-t1", "-c1", "-d", duration, "--latency", "--timeout", "30s", url],
+                             capture_output=True, text=True, check=True).stdout
+    finally:
+        flood.wait()
+    rate = re.search(r"Requests/sec:\s+([\d.]+)", out)
+    p99 = re.search(r"^\s+99%\s+(\S+)", out, re.M)
+    if rate is None or p99 is None:
+        raise SystemExit(f"wrk printed no figures:\n{out}")
+    return {"requests_per_s": float(rate.group(1)), "p99_ms": _ms(p99.group(1))}
 
 
 def main() -> None:
@@ -73,6 +102,11 @@ def main() -> None:
                 print(f"{target} at {n} connections: p99 gevent {best['gevent']['p99_ms']} ms, "
                       f"sync {best['sync']['p99_ms']} ms ({ratio}x); req/s {best['gevent']['requests_per_s']:,.0f} "
                       f"and {best['sync']['requests_per_s']:,.0f}", flush=True)
+        kept = mixed(wrk, ports["gevent"], args.seconds)
+        figures["mixed_kept_alive_requests_per_s"] = kept["requests_per_s"]
+        figures["mixed_kept_alive_p99_ms"] = kept["p99_ms"]
+        print(f"one kept-alive client among 32 closing ones: {kept['requests_per_s']:,.0f} req/s, "
+              f"p99 {kept['p99_ms']} ms", flush=True)
     finally:
         for server in servers:
             server.terminate()

@@ -38,6 +38,7 @@ from gunicorn.workers.ggevent import GeventWorker
 from .config import Settings
 
 WORKER_CLASS = "service.http_server.Worker"
+YIELD_WAIT = 0.01  # seconds a kept-alive connection waits at most, after each request, for the others
 T = TypeVar("T")
 
 
@@ -102,12 +103,15 @@ class Worker(GeventWorker):  # type: ignore[misc]
 
     def handle_request(self, listener_name: Any, req: Any, sock: Any, addr: Any) -> None:
         super().handle_request(listener_name, req, sock, addr)
-        # The connection stays open for its next request. gunicorn's keep-alive loop reads
-        # it at once, and when the client has already sent it that read does not block: no
-        # other greenlet would run until this client paused, so the others' requests
-        # (and new connections) waited tens to hundreds of milliseconds behind it. Wait
-        # here until the event loop has served every other connection that is ready.
-        gevent.idle()
+        # The connection stays open for its next request, which gunicorn's keep-alive loop
+        # reads at once. When the client has already sent it (a fast client on another
+        # core), that read finds data and never returns to the event loop: one connection
+        # was served back to back for up to seconds while the others' requests and new
+        # connections waited in the kernel. So give the loop a turn: wait until it has
+        # nothing pending, at most YIELD_WAIT (the bound keeps a flood of new connections,
+        # which is never idle, from starving this one).
+        with gevent.Timeout(YIELD_WAIT, False):
+            gevent.idle()
 
     def handle(self, listener: Any, client: Any, addr: Any) -> None:
         limits = self.limits

@@ -177,3 +177,44 @@ def test_gunicorn_started_on_the_wsgi_app_with_the_worker_takes_its_limits_from_
         server.terminate()
         server.wait(10)
 
+
+
+def test_a_kept_alive_client_is_served_while_others_flood_the_worker_with_new_connections():
+    """A worker shares itself between connections (service/http_server.py,
+    Worker.handle_request), and the wait it gives the others is bounded: while sixteen
+    clients open a new connection for every request, a client on one kept-alive
+    connection is still answered again and again (a wait for an idle event loop with no
+    bound answered it once in the whole flood)."""
+    server = start_http(None, workers=1, ONO99_SESSIONS="false", ONO99_HTTP_CONNECTIONS_PER_PEER="0")
+    stop = threading.Event()
+
+    def flood() -> None:
+        while not stop.is_set():
+            try:
+                with socket.create_connection(("127.0.0.1", server.port), timeout=5) as s:
+                    s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                    while s.recv(4096):
+                        pass
+            except OSError:
+                pass
+
+    flooders = [threading.Thread(target=flood, daemon=True) for _ in range(16)]
+    try:
+        for t in flooders:
+            t.start()
+        time.sleep(0.5)
+        session = requests.Session()
+        answered = 0
+        ends = time.monotonic() + 4
+        while time.monotonic() < ends:
+            try:
+                if session.get(server.url + "/healthz", timeout=5).status_code == 200:
+                    answered += 1
+            except requests.RequestException:
+                pass
+        assert answered >= 10, f"the kept-alive client was answered {answered} times in 4 s"
+    finally:
+        stop.set()
+        for t in flooders:
+            t.join(10)
+        server.stop()
