@@ -19,7 +19,7 @@ from .bounds import MAX_DECK_SIZE, MAX_HAND_SIZE, MAX_PLAYERS, MIN_PLAYERS
 from .cards import CARD_CODES
 from .errors import InvalidInputError, convert, invalid_from_msgspec
 from .game import can_act
-from .rules import LOWEST_SCORE, MANUAL, Rules, resolve_rules, rules_to_dict
+from .rules import MANUAL, Rules, resolve_rules, rules_to_dict
 from .scoring import mode
 from .shuffle import SEED_MAX_LENGTH, check_seed
 from .state import ACTIVE, OUT, OUT_OF_ROUND, PLAYING, GameState, GameStatus, Play2, Player, PlayerStatus, Turn
@@ -338,29 +338,10 @@ def _check_turn(rules: Rules, state: GameState) -> None:
 
 
 def _check_finished(rules: Rules, players: list[Player], winners: tuple[int, ...]) -> None:
-    """The winners of a finished game are the ones its scoring makes (R-WIN-1,
-    R-SCORE-TOK, R-PTS-4, R-PTS-5)."""
-    standing = [i for i, p in enumerate(players) if p.status != OUT]
-    if not mode(rules).scores:
-        # The last player in the game wins alone; everyone else is out.
-        if len(standing) != 1 or winners != (standing[0],) or players[standing[0]].status != ACTIVE:
-            raise _fail("the one player left in the game, and only they, is the winner", "winners")
-        return
-    if len(standing) == 1 and winners == (standing[0],):
-        return  # the others left the game: by the target (R-PTS-4) or a forfeit (R-TIME-1)
-    scores = {players[i].score for i in winners}
-    if len(scores) != 1:
-        raise _fail("winners share the win with equal scores", "winners")
-    if max(p.score for p in players) < rules.target:
-        raise _fail(f"a points game ends when a score reaches the target ({rules.target})", "winners")
-    if rules.end == LOWEST_SCORE:
-        # R-PTS-5: the fewest points among the players still in the game win, ties sharing.
-        low = min(players[i].score for i in standing)
-        if set(winners) != {i for i in standing if players[i].score == low}:
-            raise _fail("the players with the fewest points, and only they, are the winners", "winners")
-    elif standing and (len(standing) != 1 or winners != (standing[0],)):
-        # R-PTS-4: the last player standing wins alone.
-        raise _fail("the one player left in the game, and only they, is the winner", "winners")
+    """The winners of a finished game are the ones its scoring makes (engine/scoring.py)."""
+    reason = mode(rules).why_not_winners(rules, players, winners)
+    if reason is not None:
+        raise _fail(reason, "winners")
 
 
 def _check_cards(rules: Rules, cards: list[str], doc: StateDoc) -> None:

@@ -10,12 +10,13 @@ and the bots ask it, never the mode's name.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from typing import ClassVar, Final
 
 from msgspec import structs
 
 from .cards import HAND_POINTS, deck_cards
-from .rules import ELIMINATION, LAST_STANDING, POINTS, TOKENS, Rules, Scoring
+from .rules import ELIMINATION, LAST_STANDING, LOWEST_SCORE, POINTS, TOKENS, Rules, Scoring
 from .shuffle import shuffled
 from .state import ACTIVE, NEW_TURN, OUT, OUT_OF_ROUND, GameState, Player
 from .table import Table, active_count, draw_card, end_game, next_active
@@ -44,6 +45,15 @@ class Mode(ABC):
         """Called when a player leaves the round or the turn passes on: end the round if
         this mode ends it now (points: one player left in it, R-PTS-3); whether it did."""
         return False
+
+    def why_not_winners(self, rules: Rules, players: Sequence[Player], winners: tuple[int, ...]) -> str | None:
+        """Why ``winners`` are not the ones this mode makes of a finished game with these
+        players (a state document's check), or None. Here: the last player in the game
+        wins alone, everyone else is out (R-WIN-1, R-SCORE-TOK)."""
+        standing = [i for i, p in enumerate(players) if p.status != OUT]
+        if len(standing) != 1 or winners != (standing[0],) or players[standing[0]].status != ACTIVE:
+            return "the one player left in the game, and only they, is the winner"
+        return None
 
 
 class Elimination(Mode):
@@ -109,6 +119,23 @@ class Points(Mode):
         standing = [i for i, p in enumerate(state.players) if p.status != OUT]
         low = min(state.players[i].score for i in standing)
         return [i for i in standing if state.players[i].score == low]
+
+    def why_not_winners(self, rules: Rules, players: Sequence[Player], winners: tuple[int, ...]) -> str | None:
+        standing = [i for i, p in enumerate(players) if p.status != OUT]
+        if len(standing) == 1 and winners == (standing[0],):
+            return None  # the others left the game: by the target (R-PTS-4) or a forfeit (R-TIME-1)
+        if len({players[i].score for i in winners}) != 1:
+            return "winners share the win with equal scores"
+        if max(p.score for p in players) < rules.target:
+            return f"a points game ends when a score reaches the target ({rules.target})"
+        if rules.end == LOWEST_SCORE:
+            # R-PTS-5: the fewest points among the players still in the game win, ties sharing.
+            low = min(players[i].score for i in standing)
+            if set(winners) != {i for i in standing if players[i].score == low}:
+                return "the players with the fewest points, and only they, are the winners"
+        elif standing and (len(standing) != 1 or winners != (standing[0],)):
+            return "the one player left in the game, and only they, is the winner"  # R-PTS-4
+        return None
 
 
 MODES: Final[dict[Scoring, Mode]] = {ELIMINATION: Elimination(), TOKENS: Tokens(), POINTS: Points()}
