@@ -18,7 +18,7 @@ from msgspec import structs
 from .cards import HAND_POINTS, deck_cards
 from .rules import ELIMINATION, LAST_STANDING, LOWEST_SCORE, POINTS, TOKENS, Rules, Scoring
 from .shuffle import shuffled
-from .state import ACTIVE, NEW_TURN, OUT, OUT_OF_ROUND, GameState, Player
+from .state import ACTIVE, NEW_TURN, OUT, OUT_OF_ROUND, GameState, Player, PlayerStatus
 from .table import Table, active_count, draw_card, end_game, next_active
 
 
@@ -63,10 +63,7 @@ class Elimination(Mode):
     rounds = False
 
     def no_action(self, t: Table, seat: int) -> None:
-        p = t.players[seat]
-        _leave_turn(t, seat)
-        t.players[seat] = structs.replace(p, status=OUT)
-        t.events.append({"type": "eliminated", "player": p.id, "reason": "no_legal_play"})  # R-ELIM-1
+        _take_out(t, seat, OUT, "eliminated", "no_legal_play")  # R-ELIM-1
         if active_count(t.players) == 1:
             end_game(t, [i for i, q in enumerate(t.players) if q.status == ACTIVE])  # R-WIN-1
         else:
@@ -102,10 +99,7 @@ class Points(Mode):
     rounds = True
 
     def no_action(self, t: Table, seat: int) -> None:
-        p = t.players[seat]
-        _leave_turn(t, seat)
-        t.players[seat] = structs.replace(p, status=OUT_OF_ROUND)
-        t.events.append({"type": "out_of_round", "player": p.id, "reason": "no_playable_card"})  # R-PTS-2
+        _take_out(t, seat, OUT_OF_ROUND, "out_of_round", "no_playable_card")  # R-PTS-2
         if not self.round_over(t):
             t.current = next_active(t, seat)
 
@@ -146,11 +140,15 @@ def mode(rules: Rules) -> Mode:
     return MODES[rules.scoring]
 
 
-def _leave_turn(t: Table, seat: int) -> None:
-    """R-P2-5: whoever leaves under a Play 2 takes the obligation out with them; a draw
-    they owed is lost."""
+def _take_out(t: Table, seat: int, status: PlayerStatus, kind: str, reason: str) -> None:
+    """The player to act, at ``seat``, leaves with ``status``, told by an event of ``kind``
+    with ``reason``. R-P2-5: whoever leaves under a Play 2 takes the obligation out with
+    them; a draw they owed is lost."""
+    p = t.players[seat]
     t.turn = NEW_TURN
     t.owed_draws = tuple(i for i in t.owed_draws if i != seat)
+    t.players[seat] = structs.replace(p, status=status)
+    t.events.append({"type": kind, "player": p.id, "reason": reason})
 
 
 def in_game(t: Table) -> list[int]:
