@@ -20,12 +20,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from .codec import decode_state, encode_state
+from .codec import decode_state
 from .errors import EngineError
 from .events import EVENT_FIELDS
 from .game import apply
 from .leaving import forfeit
 from .state import GameState
+from .view import hides_card
 
 FORMAT: Final = "ono99-record"
 FORMAT_VERSION: Final = 1
@@ -101,10 +102,11 @@ def add_version(record: dict[str, Json], at_ms: int, by: str, player: str | None
 
 def redacted(record: Mapping[str, Json], viewer: str | None) -> dict[str, Json]:
     """The record as ``viewer`` (None: a spectator) may see it while the game runs: the
-    initial state hidden, and every drawn card but the viewer's own (R-SET-3)."""
+    initial state hidden, and each event as the view hides it (engine.view.hides_card);
+    a part hidden already stays as it is."""
     header = {**record["header"], "initial_state": {"hidden": sealed(record["header"]["initial_state"])}}
-    versions = [{**v, "events": [hide(e, "type", "player") if e.get("type") == "drew" and "card" in e
-                                 and e.get("player") != viewer else e for e in v["events"]]}
+    versions = [{**v, "events": [hide(e, "type", "player") if "hidden" not in e and hides_card(e, viewer) else e
+                                 for e in v["events"]]}
                 for v in record["versions"]]
     return {**record, "header": header, "versions": versions}
 
@@ -160,13 +162,9 @@ def verify(record: Mapping[str, Json], receipts: Sequence[tuple[int, str]] = ())
     return checks
 
 
-def _fail(name: str, detail: str) -> _Failed:
-    return _Failed(name, detail)
-
-
 def _format(record: Mapping[str, Json]) -> str:
     if record.get("format") != FORMAT or record.get("format_version") != FORMAT_VERSION:
-        raise _fail("format", f"not {FORMAT} version {FORMAT_VERSION}")
+        raise _Failed("format", f"not {FORMAT} version {FORMAT_VERSION}")
     return f"{FORMAT} {FORMAT_VERSION}"
 
 
@@ -175,28 +173,28 @@ def _chain(record: Mapping[str, Json]) -> list[str]:
     hashes = []
     for k, version in enumerate(record["versions"]):
         if version["version"] != k + 1:
-            raise _fail("chain", f"version {version['version']} stands where version {k + 1} belongs")
+            raise _Failed("chain", f"version {version['version']} stands where version {k + 1} belongs")
         computed = version_hash(previous, version_meta(version), version["events"])
         if computed != version["hash"]:
-            raise _fail("chain", f"version {k + 1}: its hash is {version['hash']}, its content gives {computed}")
+            raise _Failed("chain", f"version {k + 1}: its hash is {version['hash']}, its content gives {computed}")
         hashes.append(computed)
         previous = computed
     if not hashes:
-        raise _fail("chain", "the record has no version")
+        raise _Failed("chain", "the record has no version")
     return hashes
 
 
 def _final(record: Mapping[str, Json], hashes: list[str]) -> str:
     if record["final_hash"] != hashes[-1]:
-        raise _fail("final hash", f"{record['final_hash']} is not the last version's hash {hashes[-1]}")
+        raise _Failed("final hash", f"{record['final_hash']} is not the last version's hash {hashes[-1]}")
     return hashes[-1]
 
 
 def _receipt(hashes: list[str], version: int, expected: str) -> str:
     if not 1 <= version <= len(hashes):
-        raise _fail(f"receipt {version}", f"the record has no version {version}")
+        raise _Failed(f"receipt {version}", f"the record has no version {version}")
     if hashes[version - 1] != expected:
-        raise _fail(f"receipt {version}", f"the record's hash at version {version} is {hashes[version - 1]}")
+        raise _Failed(f"receipt {version}", f"the record's hash at version {version} is {hashes[version - 1]}")
     return expected
 
 
@@ -215,7 +213,7 @@ def _replay(record: Mapping[str, Json]) -> GameState:
     try:
         state = decode_state(record["header"]["initial_state"])
     except EngineError as exc:
-        raise _fail("replay", f"the initial state is not a valid state: {exc}") from None
+        raise _Failed("replay", f"the initial state is not a valid state: {exc}") from None
     for version in record["versions"][1:]:
         made: list[Json] = []
         for action in version["actions"]:
@@ -225,25 +223,24 @@ def _replay(record: Mapping[str, Json]) -> GameState:
                 else:
                     state, events = apply(state, action)
             except EngineError as exc:
-                raise _fail("replay", f"version {version['version']}: {action} is refused: {exc}") from None
+                raise _Failed("replay", f"version {version['version']}: {action} is refused: {exc}") from None
             made += events
         if engine_events(version["events"]) != made:
-            raise _fail("replay", f"version {version['version']}: its events are not what its actions make")
+            raise _Failed("replay", f"version {version['version']}: its events are not what its actions make")
     return state
 
 
 def outcome(state: GameState) -> dict[str, Json]:
     """A record's outcome: the status, the winners and each player's score and tokens."""
-    doc = encode_state(state)
-    return {"status": doc["status"], "winners": doc["winners"],
-            "scores": {p["id"]: p.get("score", 0) for p in doc["players"]},
-            "tokens": {p["id"]: p.get("tokens", 0) for p in doc["players"]}}
+    players = state.players
+    return {"status": str(state.status), "winners": [players[i].id for i in state.winners],
+            "scores": {p.id: p.score for p in players}, "tokens": {p.id: p.tokens for p in players}}
 
 
 def _outcome(record: Mapping[str, Json], final: GameState) -> str:
     replayed = outcome(final)
     if record["outcome"] != replayed:
-        raise _fail("outcome", f"the record says {record['outcome']}, the replay gives {replayed}")
+        raise _Failed("outcome", f"the record says {record['outcome']}, the replay gives {replayed}")
     return f"{replayed['status']}, winners {', '.join(replayed['winners']) or 'none yet'}"
 
 

@@ -100,9 +100,15 @@ def view(state: GameState, viewer: str | None = None) -> dict[str, Any]:
     return msgspec.to_builtins(view_doc(state, viewer))  # type: ignore[no-any-return]
 
 
+def hides_card(event: Event, viewer: str | None) -> bool:
+    """Whether ``event`` shows a card ``viewer`` may not see: a drawn card is shown only
+    to whoever drew it (R-SET-3)."""
+    return bool(event["type"] == "drew" and event["player"] != viewer)
+
+
 def redact_event(event: Event, viewer: str | None) -> Event:
     """An event as ``viewer`` may see it: a drawn card only for whoever drew it."""
-    if event["type"] == "drew" and event["player"] != viewer:
+    if hides_card(event, viewer):
         hidden: Event = {"type": "drew", "player": event["player"]}
         if "version" in event:  # a session's event keeps the version that caused it
             hidden["version"] = event["version"]

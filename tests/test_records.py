@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from engine import apply, encode_state, legal_actions, new_game
+from engine import apply, encode_state, format_action, legal_actions, new_game
 from engine.leaving import forfeit
 from engine.records import (
     add_version,
@@ -46,9 +46,9 @@ def played(rules: dict, seed: int, forfeit_at: int | None = None) -> tuple[dict,
                                                    [{"type": "turn_timed_out", "player": player}, *events])))
             continue
         action = rng.choice(legal_actions(state))
-        doc = {"player": action.player, "type": str(action.type), **({"card": action.card} if action.card else {})}
         state, events = apply(state, action)
-        receipts.append((step + 1, add_version(record, 1000 + step, "person", action.player, [doc], events)))
+        receipts.append((step + 1, add_version(record, 1000 + step, "person", action.player,
+                                               [format_action(action)], events)))
     record["outcome"] = outcome(state)
     return record, receipts
 
