@@ -35,8 +35,9 @@ def shuffled(cards: Iterable[str], seed: Seed, number: int) -> tuple[str, ...]:
     cards = tuple(cards)
     if len(cards) < 2:
         return cards
-    if type(seed) is str and seed.startswith(FAIR_SEED_PREFIX):
-        return fair_shuffled(cards, bytes.fromhex(seed[len(FAIR_SEED_PREFIX):]), number)
+    key = fair_seed_key(seed) if type(seed) is str else None
+    if key is not None:
+        return fair_shuffled(cards, key, number)
     draw = random.Random(f"{seed!r}/{number}").random
     keys = [draw() for _ in cards]
     return itemgetter(*sorted(range(len(cards)), key=keys.__getitem__))(cards)  # type: ignore[no-any-return]
