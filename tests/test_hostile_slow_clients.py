@@ -161,12 +161,14 @@ def test_gunicorn_started_on_the_wsgi_app_with_the_worker_takes_its_limits_from_
                                "-w", "1", "-b", f"127.0.0.1:{port}"], env=env, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)
     try:
-        for _ in range(100):
+        for _ in range(300):  # the port listens before the worker answers: a read may time out
             try:
                 if requests.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
                     break
-            except requests.ConnectionError:
+            except requests.RequestException:
                 time.sleep(0.1)
+        else:
+            raise AssertionError("gunicorn never answered /healthz")
         first = socket.create_connection(("127.0.0.1", port), source_address=ATTACKER, timeout=10)
         first.sendall(SLOW_START)
         time.sleep(0.5)
