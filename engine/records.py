@@ -20,6 +20,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
 from .codec import decode_state
 from .errors import EngineError
 from .events import EVENT_FIELDS
@@ -31,9 +34,74 @@ from .view import hides_card
 FORMAT: Final = "ono99-record"
 FORMAT_VERSION: Final = 1
 _HEADER_LABEL: Final = b"ono99-record-1 header"
+_SIGNATURE_LABEL: Final = b"ono99-record-1 signature"
+SIGNATURE_ALGORITHM: Final = "ed25519"
 FORFEIT: Final = "forfeit"  # an action of a record that is no move: a timer's forfeit (R-TIME-1)
 
 Json = Any  # a JSON value: dict, list, str, int, float, bool or None
+
+
+_HEX64: Final = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
+_HIDDEN: Final = {"type": "object", "required": ["hidden"], "properties": {
+    "hidden": _HEX64, "type": {"type": "string"}, "player": {"type": "string"}}, "additionalProperties": False}
+
+# The record's JSON Schema (docs/record.schema.json is this, written out; a test keeps
+# the two equal). A state document and an event are the API's own (docs/API.md).
+RECORD_SCHEMA: Final[dict[str, Json]] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "ONO 99 game record, format version 1 (docs/RECORDS.md)",
+    "type": "object",
+    "required": ["format", "format_version", "header", "versions", "final_hash", "outcome"],
+    "additionalProperties": False,
+    "properties": {
+        "format": {"const": "ono99-record"},
+        "format_version": {"const": 1},
+        "header": {
+            "type": "object",
+            "required": ["engine", "rules", "seats", "timer", "created_ms", "fairness", "initial_state"],
+            "additionalProperties": False,
+            "properties": {
+                "engine": {"type": "object", "required": ["name", "version"], "properties": {
+                    "name": {"type": "string"}, "version": {"type": "string"}}},
+                "rules": {"type": "object", "description": "the resolved rules (the API's Rules)"},
+                "seats": {"type": "array", "minItems": 2, "items": {
+                    "type": "object", "required": ["id", "bot"], "additionalProperties": False, "properties": {
+                        "id": {"type": "string"},
+                        "bot": {"type": ["object", "null"], "description": "the bot's settings; null: a person"}}}},
+                "timer": {"type": ["object", "null"], "description": "the turn timer's settings; null: none"},
+                "created_ms": {"type": "integer"},
+                "fairness": {"type": ["object", "null"], "description": "a fair session's commitment and seeds "
+                                                                        "(docs/FAIRNESS.md); null: not fair"},
+                "initial_state": {"anyOf": [_HIDDEN, {"type": "object", "required": ["rules", "players"],
+                                                      "description": "the state document of version 1"}]},
+            },
+        },
+        "versions": {"type": "array", "minItems": 1, "items": {
+            "type": "object",
+            "required": ["version", "at_ms", "by", "player", "actions", "events", "hash"],
+            "additionalProperties": False,
+            "properties": {
+                "version": {"type": "integer", "minimum": 1},
+                "at_ms": {"type": "integer"},
+                "by": {"enum": ["person", "bot", "timer", "service"]},
+                "player": {"type": ["string", "null"]},
+                "actions": {"type": "array", "items": {"type": "object", "required": ["type", "player"]}},
+                "events": {"type": "array", "items": {"anyOf": [_HIDDEN, {
+                    "type": "object", "required": ["type"], "properties": {"type": {"type": "string"}}}]}},
+                "hash": _HEX64,
+            },
+        }},
+        "final_hash": _HEX64,
+        "outcome": {"type": ["object", "null"], "required": ["status", "winners", "scores", "tokens"],
+                    "properties": {"status": {"type": "string"}, "winners": {"type": "array",
+                                                                            "items": {"type": "string"}},
+                                   "scores": {"type": "object"}, "tokens": {"type": "object"}}},
+        "signature": {"type": "object", "required": ["algorithm", "public_key", "value"],
+                      "additionalProperties": False, "properties": {
+                          "algorithm": {"const": "ed25519"}, "public_key": _HEX64,
+                          "value": {"type": "string", "pattern": "^[0-9a-f]{128}$"}}},
+    },
+}
 
 
 def canonical(value: Json) -> bytes:
@@ -78,6 +146,11 @@ def version_hash(previous: str, meta: Mapping[str, Json], events: Iterable[Json]
     for event in events:
         h.update(bytes.fromhex(sealed(event)))
     return h.hexdigest()
+
+
+def signed_message(final_hash: str) -> bytes:
+    """What a record's signature signs: a label and the 32 bytes of its final hash."""
+    return _SIGNATURE_LABEL + bytes.fromhex(final_hash)
 
 
 def start(header: Mapping[str, Json], at_ms: int, events: Sequence[Json] = ()) -> dict[str, Json]:
@@ -126,9 +199,12 @@ class _Failed(Exception):
         self.check = Check(name, False, detail)
 
 
-def verify(record: Mapping[str, Json], receipts: Sequence[tuple[int, str]] = ()) -> list[Check]:
+def verify(record: Mapping[str, Json], receipts: Sequence[tuple[int, str]] = (),
+           key: str | None = None) -> list[Check]:
     """Every check of ``record`` in order, up to and including the first that fails: the
-    format, the header hash, each version's hash and order, the final hash, each receipt
+    format, the header hash, each version's hash and order, the final hash, the
+    signature (by ``key``, the service's public key in hex, when given: else by the key
+    the record names, which proves only that the record is whole), each receipt
     (version, chain hash) kept from an answer, and for a record that hides nothing a
     replay of every action through the engine from the initial state, each version's
     engine events and the outcome compared."""
@@ -150,6 +226,8 @@ def verify(record: Mapping[str, Json], receipts: Sequence[tuple[int, str]] = ())
         run("format", lambda: _format(record))
         hashes = run("chain", lambda: _chain(record))
         run("final hash", lambda: _final(record, hashes))
+        if key is not None or "signature" in record:
+            run("signature", lambda: _signature(record, key))
         for version, expected in receipts:
             run(f"receipt {version}", lambda v=version, e=expected: _receipt(hashes, v, e))
         if _hides_anything(record):
@@ -188,6 +266,23 @@ def _final(record: Mapping[str, Json], hashes: list[str]) -> str:
     if record["final_hash"] != hashes[-1]:
         raise _Failed("final hash", f"{record['final_hash']} is not the last version's hash {hashes[-1]}")
     return hashes[-1]
+
+
+def _signature(record: Mapping[str, Json], key: str | None) -> str:
+    signature = record.get("signature")
+    if not isinstance(signature, dict):
+        raise _Failed("signature", "the record is not signed")
+    if signature["algorithm"] != SIGNATURE_ALGORITHM:
+        raise _Failed("signature", f"signed with {signature['algorithm']!r}, not {SIGNATURE_ALGORITHM}")
+    if key is not None and signature["public_key"] != key.lower():
+        raise _Failed("signature", f"signed by key {signature['public_key']}, not by {key.lower()}")
+    try:
+        public = Ed25519PublicKey.from_public_bytes(bytes.fromhex(signature["public_key"]))
+        public.verify(bytes.fromhex(signature["value"]), signed_message(record["final_hash"]))
+    except (InvalidSignature, ValueError):
+        raise _Failed("signature", "the signature does not sign the final hash with its key") from None
+    return f"by {signature['public_key']}" + ("" if key is not None else " (the record's own key: pass --key "
+                                                                          "to check it is the service's)")
 
 
 def _receipt(hashes: list[str], version: int, expected: str) -> str:
@@ -248,6 +343,7 @@ __all__ = [
     "FORFEIT",
     "FORMAT",
     "FORMAT_VERSION",
+    "RECORD_SCHEMA",
     "Check",
     "add_version",
     "canonical",
@@ -258,6 +354,7 @@ __all__ = [
     "outcome",
     "redacted",
     "sealed",
+    "signed_message",
     "start",
     "verify",
     "version_hash",

@@ -82,14 +82,16 @@ def session_view(view: engine.ViewDoc, deadline: int | None) -> SessionViewDoc:
 
 @dataclass(frozen=True)
 class SessionCreated:
-    """A new session: its id and first version, each seat's token (shown only here), and
-    the view and events as a spectator sees them (the creator holds no seat yet)."""
+    """A new session: its id and first version, each seat's token (shown only here), the
+    view and events as a spectator sees them (the creator holds no seat yet), and the
+    chain hash of its version (a receipt: docs/RECORDS.md)."""
 
     session_id: str
     version: int
     seats: dict[str, str]
     view: SessionViewDoc
     events: list[Event]
+    chain_hash: str
 
 
 @dataclass(frozen=True)
@@ -105,13 +107,16 @@ class SessionRead:
 
 @dataclass(frozen=True)
 class SessionAnswer:
-    """What a session action answers: new version, events and view for the actor."""
+    """What a session action answers: new version, events and view for the actor, and the
+    chain hash of the version (a receipt: docs/RECORDS.md; None in a session that keeps
+    no record)."""
 
     session_id: str
     version: int
     player: str | None
     events: list[Event]
     view: SessionViewDoc
+    chain_hash: str | None
     replayed: bool = False
 
 

@@ -25,13 +25,14 @@ from .answers import EventsRead, Outcome, SessionAnswer, SessionCreated, Session
 from .bots import BotLimits, Bots, Think, bots_due, think_here
 from .config import Settings
 from .errors import ServiceError, engine_call, from_engine
+from .records import RecordSigner, assemble, chain_hash, first_hash, header
 from .requests import NewGame, NewSession
 from .seats import SeatOperations, back_to_person
 from .sessions import Decision, Sessions, digest, is_session_id
 from .signing import StateSigner
 from .store import FIRST_VERSION, Conflict, Session, SessionStore
 from .timers import TurnTimer, now_ms, parse_timer, to_act, turn_started
-from .turns import Turns
+from .turns import Step, Turns, entries
 
 log = logging.getLogger("ono99.app")
 
@@ -57,7 +58,8 @@ class Application:
         self.store = store
         self.sessions = Sessions(store, settings.service_key)
         self.bots = Bots(settings.pick(BotLimits, prefix="bot_"), think)
-        self.turns = Turns(self.sessions, self.bots, settings.bot_moves_per_call)
+        self.turns = Turns(self.sessions, self.bots, settings.bot_moves_per_call, settings.record_retention)
+        self.record_signer = RecordSigner(settings.resolved_record_key())
         self.turn_seconds_range = (settings.turn_seconds_min, settings.turn_seconds_max)
         self.session_ttl = settings.session_ttl
         # The longest time to live a caller may ask for: under memory pressure Redis evicts
@@ -165,15 +167,19 @@ class Application:
             deadline = now_ms() + turn_timer.turn_ms
             events.append(turn_started(state, deadline))
         tokens = {p.id: secrets.token_urlsafe(32) for p in state.players if p.id not in bots}
+        created_ms = now_ms()
+        started = header(state, bots, turn_timer, created_ms)
+        (entry,), (chain,) = entries(first_hash(started), 0, [Step(events, "service")], created_ms)
         session = Session(FIRST_VERSION, engine.dumps_state(state), {pid: digest(t) for pid, t in tokens.items()},
-                          ttl or self.session_ttl, bots, turn_timer, deadline)
+                          ttl or self.session_ttl, bots, turn_timer, deadline, chain=chain)
         for _ in range(3):
             session_id = store.new_session_id(timed=turn_timer is not None)
-            if store.create(session_id, session, _json.encode(events)):
+            if store.create(session_id, session, _json.encode(events), started, entry):
                 log.info("session created", extra={"session_id": session_id, "version": FIRST_VERSION})
-                shown = [{**e, "version": FIRST_VERSION} for e in engine.redact_events(events, None)]
+                shown = [{**e, "version": FIRST_VERSION, "chain_hash": chain}
+                         for e in engine.redact_events(events, None)]
                 made = SessionCreated(session_id, FIRST_VERSION, tokens,
-                                      session_view(engine.view_doc(state, None), deadline), shown)
+                                      session_view(engine.view_doc(state, None), deadline), shown, chain)
                 if not bots_due(state, bots):
                     return Then(made)
                 return Then(made, functools.partial(self._bots_after_creation, made, state))
@@ -181,10 +187,11 @@ class Application:
 
     def _bots_after_creation(self, made: SessionCreated, state: GameState) -> SessionCreated:
         created = self.sessions.load(made.session_id)
-        version, state, moved, later = self.turns.bots_play(made.session_id, created, FIRST_VERSION, state)
-        view = session_view(engine.view_doc(state, None), made.view.deadline_ms if later is None else later)
-        return SessionCreated(made.session_id, version, made.seats, view,
-                              made.events + engine.redact_events(moved, None))
+        played = self.turns.bots_play(made.session_id, created, FIRST_VERSION, made.chain_hash, state)
+        view = session_view(engine.view_doc(played.state, None),
+                            made.view.deadline_ms if played.deadline is None else played.deadline)
+        return SessionCreated(made.session_id, played.version, made.seats, view,
+                              made.events + engine.redact_events(played.moved, None), played.chain or made.chain_hash)
 
     def get_session(self, session_id: str, token: str | None) -> Then[SessionRead]:
         """What the token may read of the session (see :class:`SessionRead`)."""
@@ -201,9 +208,10 @@ class Application:
             self.admission.check_action(self.sessions.store, session_id, viewer)
 
         def finish() -> SessionRead:
-            version, after, _, deadline = self.turns.bots_play(session_id, session, session.version, state)
-            view = session_view(engine.view_doc(after, viewer), session.deadline if deadline is None else deadline)
-            return SessionRead(session_id, version, view, after if viewer is None else None)
+            played = self.turns.bots_play(session_id, session, session.version, session.chain, state)
+            view = session_view(engine.view_doc(played.state, viewer),
+                                session.deadline if played.deadline is None else played.deadline)
+            return SessionRead(session_id, played.version, view, played.state if viewer is None else None)
         return Then(read, finish)
 
     def act(self, session_id: str, token: str | None, parsed: engine.Action, expected_version: int | None = None,
@@ -263,19 +271,21 @@ class Application:
             if back:
                 self.seats.hand_back(session_id, session, action.player)  # the person is back all the same
             raise
-        batches: list[list[Event]] = [events]
+        steps = [Step.move("person", action, events)]
         bots = None
         if back:
             bots, timeouts, event = back_to_person(session, action.player)
-            batches.insert(0, [event])
-        version = session.version + len(batches)
-        change = self.turns.write(session, state, next_state, batches, timeouts=timeouts, player=action.player,
+            steps.insert(0, Step([event], "person", action.player))
+        version = session.version + len(steps)
+        change = self.turns.write(session, state, next_state, steps, timeouts=timeouts, player=action.player,
                                   bots=bots)
-        shown = [{**e, "version": session.version + k} for k, batch in enumerate(batches, start=1)
-                 for e in engine.redact_events(batch, action.player)]
+        shown = [{**e, "version": session.version + k, "chain_hash": chain}
+                 for k, (step, chain) in enumerate(zip(steps, change.hashes, strict=True), start=1)
+                 for e in engine.redact_events(step.events, action.player)]
         answer = SessionAnswer(session_id, version, action.player, shown,
                                session_view(engine.view_doc(next_state, action.player),
-                                              session.deadline if change.deadline is None else change.deadline))
+                                            session.deadline if change.deadline is None else change.deadline),
+                               change.chain)
         if bots is not None:
             session = dataclasses.replace(session, bots=bots)  # the bots that move after it
         if scoped_key:
@@ -300,14 +310,14 @@ class Application:
 
     def _bots_after_action(self, session_id: str, answer: SessionAnswer, state: GameState, session: Session,
                            scoped_key: str | None, fingerprint: str) -> SessionAnswer:
-        version, state, moved, deadline = self.turns.bots_play(session_id, session, answer.version, state)
-        if not moved:
+        played = self.turns.bots_play(session_id, session, answer.version, answer.chain_hash, state)
+        if not played.moved:
             return answer
-        view = engine.view_doc(state, answer.player)
-        answer = SessionAnswer(session_id, version, answer.player,
-                               answer.events + engine.redact_events(moved, answer.player),
-                               session_view(view, deadline if deadline is not None else answer.view.deadline_ms),
-                               answer.replayed)
+        view = engine.view_doc(played.state, answer.player)
+        deadline = played.deadline if played.deadline is not None else answer.view.deadline_ms
+        answer = SessionAnswer(session_id, played.version, answer.player,
+                               answer.events + engine.redact_events(played.moved, answer.player),
+                               session_view(view, deadline), played.chain, answer.replayed)
         if scoped_key:
             self.sessions.store.record(session_id, scoped_key, _record(fingerprint, answer))
         return answer
@@ -317,7 +327,8 @@ class Application:
         if record["fingerprint"] != fingerprint:
             raise ServiceError("idempotency_key_reused", "this Idempotency-Key was used for another action")
         view = msgspec.convert(record["view"], SessionViewDoc)
-        return SessionAnswer(session_id, record["version"], view.viewer, record["events"], view, replayed=True)
+        return SessionAnswer(session_id, record["version"], view.viewer, record["events"], view,
+                             record.get("chain_hash"), replayed=True)
 
     def suggest_for_seat(self, session_id: str, token: str | None, bot: BotSettings,
                          player: str | None = None) -> Suggestion:
@@ -341,6 +352,23 @@ class Application:
         _check_after(after)
         viewer = self.sessions.read_as(session_id, token)[1]
         return EventCursor(self.sessions, session_id, viewer, after)
+
+    def record(self, session_id: str, token: str | None) -> dict[str, Any]:
+        """The session's game record (docs/RECORDS.md) as the token may read it: a seat's
+        hides what its view hides while the game runs; the service key's, and every
+        record of a finished game, hold everything. Signed with the record key."""
+        if not is_session_id(session_id):
+            raise ServiceError("not_found", "no such session (a session id is 1 to 64 letters, digits, '_' or '-')")
+        stored = self.sessions.store.game_record(session_id)
+        if stored is None:
+            raise ServiceError("not_found", f"no session {session_id!r} (unknown or expired)")
+        viewer = self.sessions.seat_of(stored.seats, token)
+        return assemble(stored, viewer, self.record_signer)
+
+    @property
+    def record_key(self) -> str:
+        """The public key (hex) that signs this service's game records."""
+        return self.record_signer.public_key
 
     def delete_session(self, session_id: str, token: str | None) -> None:
         """End a session (any seat of it, or the service key)."""
@@ -370,10 +398,11 @@ class EventCursor:
         if batches is None:
             raise ServiceError("not_found", f"no session {self.session_id!r} (deleted or expired)")
         out: list[Event] = []
-        for offset, batch in enumerate(batches, start=after + 1):
+        for offset, (batch, entry) in enumerate(batches, start=after + 1):
+            chain = chain_hash(entry)
             for event in _decode_events.decode(batch):
                 shown = event if self.viewer is None else engine.redact_event(event, self.viewer)
-                out.append({**shown, "version": offset})
+                out.append({**shown, "version": offset, "chain_hash": chain} if chain else {**shown, "version": offset})
         self.after = after + len(batches)
         return EventsRead(out, len(batches) == EVENTS_PAGE)
 
@@ -408,7 +437,7 @@ def _check_act(expected_version: int | None, idempotency_key: str | None) -> Non
 def _record(fingerprint: str, answer: SessionAnswer) -> bytes:
     """An action's idempotency record: its answer, and what the action was."""
     return _json.encode({"fingerprint": fingerprint, "version": answer.version, "events": answer.events,
-                         "view": answer.view})
+                         "view": answer.view, "chain_hash": answer.chain_hash})
 
 
 def _check_after(after: int) -> None:

@@ -25,7 +25,7 @@ class Think(Protocol):
     """Where bot work runs: ``think(work)`` runs ``work`` and returns what it returns."""
 
     def __call__(self, work: Callable[[], T]) -> T: ...
-Commit = Callable[[int, GameState, GameState, list[Event]], bool]
+Commit = Callable[[int, GameState, engine.Action, GameState, list[Event]], bool]
 
 
 def think_here(work: Callable[[], T]) -> T:
@@ -97,7 +97,7 @@ class Bots:
     def play(self, version: int, state: GameState, bots: dict[str, BotSettings], commit: Commit,
              most: int, patient: bool = True) -> tuple[int, GameState, list[Event]]:
         """Let bot seats move while one has an action, at most ``most`` moves: each is
-        handed to ``commit(expected version, state before, state after, events)``, which
+        handed to ``commit(expected version, state before, action, state after, events)``, which
         stores it as a version of its own (and may add events to the list), or answers
         False when another caller moved the session on (that caller's call goes on with
         the bots). Stops then, when a person is to act or when the game is over.
@@ -111,7 +111,7 @@ class Bots:
                 break
             action = self.move(engine.view_doc(state, actor), bots[actor], version)
             next_state, events = engine.apply(state, action)  # a bot chooses among the legal actions
-            if not commit(version, state, next_state, events):
+            if not commit(version, state, action, next_state, events):
                 break
             metrics.count_applied("bot", next_state)
             version, state = version + 1, next_state

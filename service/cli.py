@@ -247,7 +247,7 @@ def _child_env(settings: Settings) -> dict[str, str]:
     """The environment of serve's other processes: serve's own, with the settings it
     resolved (flags, the embedded Redis) written back as their variables."""
     resolved = ("redis_url", "redis_sentinels", "redis_sentinel_master", "host", "grpc_port", "metrics_port",
-                "log_level", "sessions", "redis_wait_aof")
+                "log_level", "sessions", "redis_wait_aof", "record_key")
     return {**os.environ, **{env_name(name): _as_env(getattr(settings, name)) for name in resolved}}
 
 
@@ -404,6 +404,8 @@ def main(argv: list[str] | None = None) -> int:
         return verify(args)
     settings = _settings(args)
     logs.setup(settings.log_level)
+    if args.command in ("serve", "http", "grpc"):
+        settings.record_key = settings.resolved_record_key()  # one key for every worker and process it starts
     return int(args.func(args, settings))
 
 

@@ -8,6 +8,7 @@ metadata: the Redis connection's, as Redis clients name them).
 
 from __future__ import annotations
 
+import logging
 import os
 import typing
 from dataclasses import dataclass, field, fields
@@ -72,12 +73,26 @@ class Settings:
     http_waiters: int = 500
     timer_interval: float = 0.1
     timer_threads: int = 4
+    record_key: str | None = None
+    record_retention: int = 86_400
     log_level: str = "info"
 
     def pick(self, kind: type[T], prefix: str = "") -> T:
         """A ``kind`` (a dataclass of settings, such as ``Limits``) built by keyword from
         the settings of the same names (with ``prefix``: ``bot_`` + ``max_budget_ms``)."""
         return kind(**{f.name: getattr(self, prefix + f.name) for f in fields(kind)})  # type: ignore[arg-type]
+
+    def resolved_record_key(self) -> str:
+        """The record key (ONO99_RECORD_KEY: an Ed25519 private key as 64 hex digits), or
+        when none is set a fresh one, said in the log."""
+        if self.record_key:
+            return self.record_key
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+        logging.getLogger("ono99.records").warning(
+            "ONO99_RECORD_KEY is not set: game records are signed by a key made now, which the next start "
+            "replaces and no other replica shares (docs/RECORDS.md, signatures)")
+        return Ed25519PrivateKey.generate().private_bytes_raw().hex()
 
     @property
     def redis_configured(self) -> bool:

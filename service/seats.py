@@ -19,7 +19,7 @@ from .errors import ServiceError, engine_call
 from .sessions import Decision, Sessions
 from .store import Conflict, Session
 from .timers import INFLIGHT_GRACE_MS, now_ms
-from .turns import Turns
+from .turns import Step, Turns
 
 log = logging.getLogger("ono99.app")
 
@@ -79,20 +79,22 @@ class SeatOperations:
                     raise ServiceError("invalid_request", "a session needs at least one seat played by a person",
                                        field="player")
                 event = {"type": "seat_changed", "player": player, "bot": settings.kind}
-            change = self.turns.write(session, state, state, [[event]], bots=bots, timeouts=timeouts)
-            return Decision(functools.partial(self._handed_over, session_id, player, state, bots), change)
+            step = Step([event], "service" if caller is None else "person", player)
+            change = self.turns.write(session, state, state, [step], bots=bots, timeouts=timeouts)
+            return Decision(functools.partial(self._handed_over, session_id, player, state, bots, change.chain),
+                            change)
 
         return self.sessions.change(session_id, decide, token)
 
     def _handed_over(self, session_id: str, player: str, state: engine.GameState, bots: dict[str, Any],
-                     version: int) -> Then[int]:
+                     chain: str, version: int) -> Then[int]:
         log.info("seat changed", extra={"session_id": session_id, "version": version, "player": player})
         if not bots_due(state, bots):
             return Then(version)
-        return Then(version, functools.partial(self._bots_after_handover, session_id, version, state))
+        return Then(version, functools.partial(self._bots_after_handover, session_id, version, chain, state))
 
-    def _bots_after_handover(self, session_id: str, version: int, state: engine.GameState) -> int:
-        self.turns.bots_play(session_id, self.sessions.load(session_id), version, state)
+    def _bots_after_handover(self, session_id: str, version: int, chain: str, state: engine.GameState) -> int:
+        self.turns.bots_play(session_id, self.sessions.load(session_id), version, chain, state)
         return version
 
     def hand_back(self, session_id: str, session: Session, player: str) -> None:
@@ -102,8 +104,9 @@ class SeatOperations:
         state = engine.loads_state(session.state)
         bots, timeouts, event = back_to_person(session, player)
         try:
-            self.sessions.store.commit(session_id, session, self.turns.write(session, state, state, [[event]],
-                                                                              bots=bots, timeouts=timeouts))
+            change = self.turns.write(session, state, state, [Step([event], "person", player)], bots=bots,
+                                      timeouts=timeouts)
+            self.sessions.store.commit(session_id, session, change)
         except Conflict:
             return
         log.info("seat changed", extra={"session_id": session_id, "version": session.version + 1, "player": player})

@@ -70,13 +70,18 @@ class Sessions:
 
     def authenticate(self, session: Session, token: str | None) -> str | None:
         """The player a seat token belongs to; None for the service key; else 401."""
+        return self.seat_of(session.seats, token)
+
+    def seat_of(self, seats: dict[str, str], token: str | None) -> str | None:
+        """The player of ``seats`` (player id to token hash) whose token ``token`` is;
+        None for the service key; else 401."""
         if not token:
             raise ServiceError("unauthorized", "send 'Authorization: Bearer <seat token>'")
         hashed = digest(token)
         if self.service_key_hash is not None and hmac.compare_digest(hashed, self.service_key_hash):
             return None
         found = None
-        for player, seat_hash in session.seats.items():
+        for player, seat_hash in seats.items():
             if hmac.compare_digest(hashed, seat_hash):
                 found = player
         if found is None:

@@ -7,15 +7,18 @@ Keys of session ``S`` (the hash tag keeps them in one Redis Cluster slot):
   player id to the settings of the bot playing that seat), ``ttl`` (seconds), and for a
   session with a turn timer ``timer`` (JSON of its settings), ``deadline`` (epoch ms of
   the turn's end, 0 when none runs) and ``timeouts`` (JSON of player id to timeouts in
-  a row)
+  a row), ``chain`` (the chain hash of the current version, engine.records)
 - ``ono99:{S}:events`` list: element ``v - 1`` holds the events (JSON) of version ``v``
+- ``ono99:{S}:record`` list: element 0 holds the game record's header (JSON), element
+  ``v`` version ``v``'s record entry (JSON: when, by whom, the actions, the chain hash)
 - ``ono99:{S}:idem``   hash: Idempotency-Key → recorded answer
 - ``ono99:{S}:inflight:P`` player P's action in flight in a timed session: P's timer waits
 - ``ono99:timers``      sorted set: the game key of each timed session, by its deadline
 - channel ``ono99:{S}:live``: the new version number, published on every commit
 
-Every key expires ``ttl`` seconds after the session's last activity. An action costs
-two round trips: one pipelined read, one compare-and-set script.
+Every key expires ``ttl`` seconds after the session's last activity; the commit that
+ends the game makes ``ttl`` longer by the record retention. An action costs two round
+trips: one pipelined read, one compare-and-set script.
 """
 
 from __future__ import annotations
@@ -40,14 +43,14 @@ from .timers import TurnTimer
 
 log = logging.getLogger("ono99.store")
 
-# KEYS: game, events, idem, and for a timed session timers and the player's inflight.
-# ARGV: the number of named fields n, then n name/value pairs, then the events JSON of
-# each new version (one for each). The fields (service.store.Change; absent: unchanged):
-# expected (the version the change was decided at), state, ttl_ms (absent: leave the
-# time to live as it is), key and answer (an idempotency record), channel (the live
-# channel), bots, timeouts, deadline ('0': none runs), forced (a timekeeper's forced
-# move, its clock in epoch ms: apply only if the deadline has passed and the player's
-# action is not in flight).
+# KEYS: game, events, idem, record, and for a timed session timers and the player's
+# inflight. ARGV: the number of named fields n, then n name/value pairs, then for each
+# new version its events JSON and its record entry JSON. The fields (service.store.Change;
+# absent: unchanged): expected (the version the change was decided at), state, chain,
+# ttl (new idle seconds, kept), ttl_ms (absent: leave the time to live as it is), key
+# and answer (an idempotency record), channel (the live channel), bots, timeouts,
+# deadline ('0': none runs), forced (a timekeeper's forced move, its clock in epoch ms:
+# apply only if the deadline has passed and the player's action is not in flight).
 _COMMIT = """
 local f = {}
 local n = tonumber(ARGV[1])
@@ -59,22 +62,29 @@ version = tonumber(version)
 if version ~= tonumber(f.expected) then return {0, version} end
 if f.forced then
   local due = tonumber(redis.call('HGET', KEYS[1], 'deadline') or '0')
-  if due == 0 or due > tonumber(f.forced) or redis.call('EXISTS', KEYS[5]) == 1 then return {2, version} end
+  if due == 0 or due > tonumber(f.forced) or redis.call('EXISTS', KEYS[6]) == 1 then return {2, version} end
 end
-version = version + #ARGV - first + 1
-redis.call('HSET', KEYS[1], 'version', version, 'state', f.state)
+version = version + (#ARGV - first + 1) / 2
+redis.call('HSET', KEYS[1], 'version', version, 'state', f.state, 'chain', f.chain)
 if f.bots then redis.call('HSET', KEYS[1], 'bots', f.bots) end
 if f.timeouts then redis.call('HSET', KEYS[1], 'timeouts', f.timeouts) end
-for i = first, #ARGV do redis.call('RPUSH', KEYS[2], ARGV[i]) end
+for i = first, #ARGV, 2 do
+  redis.call('RPUSH', KEYS[2], ARGV[i])
+  redis.call('RPUSH', KEYS[4], ARGV[i + 1])
+end
 if f.key then redis.call('HSET', KEYS[3], f.key, f.answer) end
-if f.ttl_ms then for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], f.ttl_ms) end end
-if #KEYS == 5 then
+if f.ttl then
+  redis.call('HSET', KEYS[1], 'ttl', f.ttl)
+  f.ttl_ms = tonumber(f.ttl) * 1000
+end
+if f.ttl_ms then for i = 1, 4 do redis.call('PEXPIRE', KEYS[i], f.ttl_ms) end end
+if #KEYS == 6 then
   if f.deadline then
     redis.call('HSET', KEYS[1], 'deadline', f.deadline)
-    if f.deadline == '0' then redis.call('ZREM', KEYS[4], KEYS[1])
-    else redis.call('ZADD', KEYS[4], f.deadline, KEYS[1]) end
+    if f.deadline == '0' then redis.call('ZREM', KEYS[5], KEYS[1])
+    else redis.call('ZADD', KEYS[5], f.deadline, KEYS[1]) end
   end
-  redis.call('DEL', KEYS[5])
+  redis.call('DEL', KEYS[6])
 end
 redis.call('PUBLISH', f.channel, version)
 return {1, version}
@@ -115,17 +125,21 @@ _SHARD_OF_SLOT = {key_slot(f"t{k}".encode()): f"ono99:timers:{{t{k}}}" for k in 
 
 FIRST_VERSION = 1  # a new session's version; each action adds one
 
-# KEYS: game, events, and timers for a timed session. ARGV: state, seats, events JSON,
-# ttl s, first version, bots JSON, timer JSON, deadline (epoch ms; '0' none). Creates
+# KEYS: game, events, record, and timers for a timed session. ARGV: the number of
+# named fields n, then n name/value pairs: the game hash's fields (version, state,
+# seats, ttl, bots, timer, deadline: epoch ms, '0' none; chain), and events, header and
+# entry (the first version's events, the record's header and its first entry). Creates
 # only if absent.
 _CREATE = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-redis.call('HSET', KEYS[1], 'version', ARGV[5], 'state', ARGV[1], 'seats', ARGV[2], 'ttl', ARGV[4],
-           'bots', ARGV[6], 'timer', ARGV[7], 'deadline', ARGV[8])
-if #KEYS == 3 and ARGV[8] ~= '0' then redis.call('ZADD', KEYS[3], ARGV[8], KEYS[1]) end
-redis.call('RPUSH', KEYS[2], ARGV[3])
-redis.call('EXPIRE', KEYS[1], ARGV[4])
-redis.call('EXPIRE', KEYS[2], ARGV[4])
+local f = {}
+for i = 2, 2 * tonumber(ARGV[1]), 2 do f[ARGV[i]] = ARGV[i + 1] end
+redis.call('HSET', KEYS[1], 'version', f.version, 'state', f.state, 'seats', f.seats, 'ttl', f.ttl,
+           'bots', f.bots, 'timer', f.timer, 'deadline', f.deadline, 'chain', f.chain)
+if #KEYS == 4 and f.deadline ~= '0' then redis.call('ZADD', KEYS[4], f.deadline, KEYS[1]) end
+redis.call('RPUSH', KEYS[2], f.events)
+redis.call('RPUSH', KEYS[3], f.header, f.entry)
+for i = 1, 3 do redis.call('EXPIRE', KEYS[i], f.ttl) end
 return 1
 """
 
@@ -146,10 +160,10 @@ return 0
 """
 
 
-def keys(session_id: str) -> tuple[str, str, str]:
-    """The game, events and idempotency keys of a session."""
+def keys(session_id: str) -> tuple[str, str, str, str]:
+    """The game, events, idempotency and record keys of a session."""
     tag = f"ono99:{{{session_id}}}"
-    return f"{tag}:game", f"{tag}:events", f"{tag}:idem"
+    return f"{tag}:game", f"{tag}:events", f"{tag}:idem", f"{tag}:record"
 
 
 def live_channel(session_id: str) -> str:
@@ -170,6 +184,7 @@ class Session:
     deadline: int = 0  # epoch ms when the turn to play ends; 0: no timer runs
     timeouts: dict[str, int] = field(default_factory=dict)  # each player's turn timeouts in a row
     recorded: bytes | None = None  # the answer recorded for the idempotency key read with it
+    chain: str | None = None  # the chain hash of ``version`` (engine.records); None: no record is kept
 
     def people(self) -> set[str]:
         """The players with a seat token: every seat but those made for a bot."""
@@ -183,13 +198,21 @@ class Change:
 
     state: bytes
     events: list[bytes]  # the events (JSON) of each new version
+    entries: list[bytes]  # the record entry (JSON) of each new version
+    hashes: list[str]  # the chain hash of each new version
     renew: bool = True  # slide the time to live (a timekeeper's writes are no sign of life)
+    ttl: int | None = None  # the session's new idle seconds (the game is over: its record is kept longer)
     bots: dict[str, BotSettings] | None = None
     timeouts: dict[str, int] | None = None
     deadline: int | None = None  # 0: no timer runs
     forced_at: int | None = None  # a timekeeper's forced move: apply only if due at this time
     player: str = ""  # a timed session: whose action in flight (or timed-out turn) this lands
     record: tuple[str, bytes] | None = None  # an idempotency key and the answer to record
+
+    @property
+    def chain(self) -> str:
+        """The chain hash of the last new version."""
+        return self.hashes[-1]
 
 
 _decode_seats = msgspec.json.Decoder(dict[str, str])
@@ -199,7 +222,7 @@ _decode_counts = msgspec.json.Decoder(dict[str, int])
 _encode = msgspec.json.Encoder()
 
 
-_FIELDS = ("version", "state", "seats", "ttl", "bots", "timer", "deadline", "timeouts")
+_FIELDS = ("version", "state", "seats", "ttl", "bots", "timer", "deadline", "timeouts", "chain")
 
 
 def inflight_key(session_id: str, player: str) -> str:
@@ -209,6 +232,19 @@ def inflight_key(session_id: str, player: str) -> str:
 def _session_of(game_key: bytes | str) -> str:
     text = game_key.decode() if isinstance(game_key, bytes) else game_key
     return text.split("{", 1)[1].rsplit("}", 1)[0]
+
+
+@dataclass(frozen=True)
+class StoredRecord:
+    """A session's record as stored: the version and state it is at, the seats' token
+    hashes (to authenticate its reader), the events of each version and the record's
+    header and entries (``entries[0]`` the header, ``entries[v]`` version ``v``'s)."""
+
+    version: int
+    state: bytes
+    seats: dict[str, str]
+    events: list[bytes]
+    entries: list[bytes]
 
 
 class NotDue(Exception):
@@ -350,19 +386,24 @@ class SessionStore:
         except (redis.ConnectionError, redis.TimeoutError, redis.ResponseError):
             return False
 
-    def create(self, session_id: str, session: Session, events: bytes) -> bool:
+    def create(self, session_id: str, session: Session, events: bytes, header: bytes, entry: bytes) -> bool:
         """Store a new session (at ``session.version``, FIRST_VERSION) with the events of
-        its first version; False if the id is taken. A timer schedules the deadline."""
-        names = list(keys(session_id)[:2]) + ([self.timers_key(session_id)] if session.timer else [])
-        args = [session.state, _encode.encode(session.seats), events, session.ttl, session.version,
-                _encode.encode(session.bots), _encode.encode(session.timer) if session.timer else b"",
-                session.deadline]
+        its first version, and its record's header and first entry; False if the id is
+        taken. A timer schedules the deadline."""
+        game, events_key, _, record = keys(session_id)
+        names = [game, events_key, record] + ([self.timers_key(session_id)] if session.timer else [])
+        named: dict[str, Any] = {
+            "version": session.version, "state": session.state, "seats": _encode.encode(session.seats),
+            "ttl": session.ttl, "bots": _encode.encode(session.bots),
+            "timer": _encode.encode(session.timer) if session.timer else b"", "deadline": session.deadline,
+            "chain": session.chain, "events": events, "header": header, "entry": entry}
+        args = [len(named), *(item for pair in named.items() for item in pair)]
         return bool(self._call("create", lambda: self._durable(lambda client: self._create(
             keys=names, args=args, client=client))))
 
     def read(self, session_id: str, idempotency_key: str | None = None) -> Session | None:
         """The session (None if unknown or expired), sliding its time to live."""
-        game, _, idem = keys(session_id)
+        game, _, idem, _ = keys(session_id)
 
         def work() -> list[Any]:
             if idempotency_key:
@@ -373,13 +414,13 @@ class SessionStore:
             return [self.client.hmget(game, *_FIELDS)]  # one command needs no pipeline
 
         replies = self._call("read", work)
-        version, state, seats, ttl, bots, timer, deadline, timeouts = replies[0]
+        version, state, seats, ttl, bots, timer, deadline, timeouts, chain = replies[0]
         if version is None:
             return None
         return Session(int(version), state, _decode_seats.decode(seats), int(ttl),
                        _decode_bots.decode(bots) if bots else {}, _decode_timer.decode(timer) if timer else None,
                        int(deadline or 0), _decode_counts.decode(timeouts) if timeouts else {},
-                       replies[1] if idempotency_key else None)
+                       replies[1] if idempotency_key else None, chain.decode() if chain else None)
 
     def touch(self, session_id: str, ttl: int) -> None:
         """Slide the session's time to live (reads count as activity)."""
@@ -400,9 +441,11 @@ class SessionStore:
         if read.timer is not None:
             names += [self.timers_key(session_id), inflight_key(session_id, change.player)]
         named: dict[str, Any] = {"expected": read.version if expected is None else expected, "state": change.state,
-                                 "channel": live_channel(session_id)}
+                                 "chain": change.chain, "channel": live_channel(session_id)}
         if change.renew:
             named["ttl_ms"] = read.ttl * 1000
+        if change.ttl is not None:
+            named["ttl"] = change.ttl
         if change.record is not None:
             named["key"], named["answer"] = change.record
         if change.bots is not None:
@@ -413,7 +456,8 @@ class SessionStore:
             named["deadline"] = change.deadline
         if change.forced_at is not None:
             named["forced"] = change.forced_at
-        args = [len(named), *(item for pair in named.items() for item in pair), *change.events]
+        versions = (part for pair in zip(change.events, change.entries, strict=True) for part in pair)
+        args = [len(named), *(item for pair in named.items() for item in pair), *versions]
         status, version = self._call("commit", lambda: self._durable(lambda client: self._commit(
             keys=names, args=args, client=client)))
         if status == -1:
@@ -481,7 +525,7 @@ class SessionStore:
     def record(self, session_id: str, idempotency_key: str, answer: bytes) -> None:
         """Replace the recorded answer of an idempotency key (the session's bots moved on
         after the action it answers)."""
-        game, _, idem = keys(session_id)
+        game, _, idem, _ = keys(session_id)
 
         def write(client: Any) -> Any:
             # Only while the session lives, and expiring with it.
@@ -489,23 +533,48 @@ class SessionStore:
 
         self._call("record", lambda: self._durable(write))
 
-    def events(self, session_id: str, after: int, limit: int, shared: Any = None) -> list[bytes] | None:
-        """The event batches of versions after ``after``, at most ``limit`` of them (None
-        if the session is unknown). Callers that pass equal ``shared`` values at the same
+    def events(self, session_id: str, after: int, limit: int,
+               shared: Any = None) -> list[tuple[bytes, bytes | None]] | None:
+        """The versions after ``after``, at most ``limit`` of them, each as its events
+        (JSON) and its record entry (JSON; None in a session that keeps no record). None
+        if the session is unknown. Callers that pass equal ``shared`` values at the same
         time share one read (see :class:`SharedReads`)."""
         if shared is not None:
             return self.shared.read((session_id, after, limit, shared),
                                     lambda: self.events(session_id, after, limit))
-        game, events_key, _ = keys(session_id)
+        game, events_key, _, record = keys(session_id)
+        first = max(after, 0)
 
         def work() -> list[Any]:
             pipe = self.client.pipeline(transaction=False)
             pipe.exists(game)
-            pipe.lrange(events_key, max(after, 0), max(after, 0) + limit - 1)
+            pipe.lrange(events_key, first, first + limit - 1)
+            pipe.lrange(record, first + 1, first + limit)
             return list(pipe.execute())
 
-        exists, batches = self._call("events", work)
-        return batches if exists else None
+        exists, batches, entries = self._call("events", work)
+        if not exists:
+            return None
+        if len(entries) < len(batches):  # read between the two pushes of a version: never, in one script
+            entries = []
+        return list(zip(batches, entries or [None] * len(batches), strict=True))
+
+    def game_record(self, session_id: str) -> StoredRecord | None:
+        """What a session's game record is made of, read in one transaction (None if the
+        session is unknown)."""
+        game, events_key, _, record = keys(session_id)
+
+        def work() -> list[Any]:
+            pipe = self.client.pipeline(transaction=True)
+            pipe.hmget(game, "version", "state", "seats")
+            pipe.lrange(events_key, 0, -1)
+            pipe.lrange(record, 0, -1)
+            return list(pipe.execute())
+
+        (version, state, seats), events, entries = self._call("record", work)
+        if version is None:
+            return None
+        return StoredRecord(int(version), state, _decode_seats.decode(seats), events, entries)
 
     def throttle(self, key: str, per_second: float, burst: int) -> float:
         """Count one request against the rate limit ``key`` (``per_second`` on average,

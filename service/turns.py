@@ -1,21 +1,22 @@
 """What moves a session on besides its people's actions: bot seats and turn timers.
 
 Every version written here goes through the store's one compare-and-set, like an
-action's; :meth:`Turns.write` builds each write's change, with a turn timer's part of
-it (the next deadline, the ``turn_started`` event) for a timed session.
+action's; :meth:`Turns.write` builds each write's change: each new version's events and
+record entry (its place in the game record's hash chain, engine.records), and for a
+timed session the turn timer's part (the next deadline, the ``turn_started`` event).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 import msgspec
 
 import engine
-from engine import Event, GameState
+from engine import Event, GameState, records
 from engine.bots import BotSettings, cautious
 from engine.leaving import forfeit
 from engine.state import GameStatus
@@ -29,6 +30,53 @@ from .timers import TurnTimer, next_deadline, now_ms, to_act, turn_started
 
 log = logging.getLogger("ono99.turns")
 _json = msgspec.json.Encoder()
+
+By = Literal["person", "bot", "timer", "service"]
+# The chain a session made before records were kept grows from (it has no header: no
+# record of it is served).
+NO_CHAIN = "0" * 64
+
+
+@dataclass
+class Step:
+    """One new version: its events, who made it (``by``: a seat's ``person``, a ``bot``, a
+    turn ``timer`` or the ``service``; ``player``: whose seat), and the actions it applied
+    (action documents, ``{"type": "forfeit", "player"}`` for a timer's forfeit)."""
+
+    events: list[Event]
+    by: By
+    player: str | None = None
+    actions: list[dict[str, Any]] = field(default_factory=list)
+
+    @classmethod
+    def move(cls, by: By, action: engine.Action, events: list[Event]) -> Step:
+        """The version of one action by ``action.player``'s seat."""
+        return cls(events, by, action.player, [engine.format_action(action)])
+
+
+def entries(chain: str, version: int, steps: list[Step], at_ms: int) -> tuple[list[bytes], list[str]]:
+    """The record entries (JSON) of ``steps``, the versions after ``version`` whose chain
+    hash is ``chain``, and the chain hash of each."""
+    made, hashes = [], []
+    for number, step in enumerate(steps, start=version + 1):
+        meta = {"version": number, "at_ms": at_ms, "by": step.by, "player": step.player, "actions": step.actions}
+        chain = records.version_hash(chain, meta, step.events)
+        made.append(_json.encode({**meta, "hash": chain}))
+        hashes.append(chain)
+    return made, hashes
+
+
+@dataclass
+class Played:
+    """Where bot seats' moves left a session: its version and chain hash, its state, the
+    bots' events (unredacted, each with its version) and the last deadline they set
+    (None: unchanged)."""
+
+    version: int
+    chain: str | None
+    state: GameState
+    moved: list[Event]  # each with its version and chain_hash
+    deadline: int | None
 
 
 @dataclass(frozen=True)
@@ -51,57 +99,69 @@ def costly(bot: BotSettings) -> bool:
 class Turns:
     """Bot seats' moves and turn timers' forced moves for the sessions of ``sessions``."""
 
-    def __init__(self, sessions: Sessions, bots: Bots, bot_moves_per_call: int) -> None:
+    def __init__(self, sessions: Sessions, bots: Bots, bot_moves_per_call: int, record_retention: int = 0) -> None:
         self.sessions = sessions
         self.bots = bots
         # Bot seats' moves made within one call at most (a table of bots alone would
         # otherwise play a whole game inside one request); the next call goes on.
         self.bot_moves_per_call = bot_moves_per_call
+        self.record_retention = record_retention  # seconds a finished game's record outlives its idle life
 
-    @staticmethod
-    def write(session: Session, before: GameState | None, after: GameState, batches: list[list[Event]],
-              **fields: Any) -> Change:
-        """The change that stores ``after`` as one version for each batch of events, with
-        ``fields`` of :class:`service.store.Change`; in a timed session also the turn
-        timer's part: a new deadline when another player is to act (or after a forced
-        move), announced by a ``turn_started`` event appended to the last batch."""
+    def write(self, session: Session, before: GameState | None, after: GameState, steps: list[Step],
+              expected: int | None = None, chain: str | None = None, **fields: Any) -> Change:
+        """The change that stores ``after`` as one version for each step after version
+        ``expected`` (default: the session's, whose chain hash is ``chain``, default the
+        session's), with ``fields`` of :class:`service.store.Change`; in a timed session
+        also the turn timer's part: a new deadline when another player is to act (or
+        after a forced move), announced by a ``turn_started`` event appended to the last
+        step. The commit that ends the game keeps the session (and its record) for the
+        record retention beyond its idle time to live."""
+        now = now_ms()
         if session.timer is not None:
-            deadline = next_deadline(session.timer, before, after, now_ms(),
-                                     forced=fields.get("forced_at") is not None)
+            deadline = next_deadline(session.timer, before, after, now, forced=fields.get("forced_at") is not None)
             if deadline:
-                batches[-1].append(turn_started(after, deadline))
+                steps[-1].events.append(turn_started(after, deadline))
             fields["deadline"] = deadline
-        return Change(engine.dumps_state(after), [_json.encode(batch) for batch in batches], **fields)
+        if after.status != GameStatus.PLAYING and (before is None or before.status == GameStatus.PLAYING):
+            fields["ttl"] = session.ttl + self.record_retention
+        version = session.version if expected is None else expected
+        made, hashes = entries((chain or session.chain) or NO_CHAIN, version, steps, now)
+        return Change(engine.dumps_state(after), [_json.encode(step.events) for step in steps], made, hashes,
+                      **fields)
 
     @staticmethod
     def bots_pending(session: Session, state: GameState) -> bool:
         """Whether a bot seat's move is due now (the one :meth:`bots_play` would make)."""
         return bots_due(state, session.bots)
 
-    def bots_play(self, session_id: str, session: Session, version: int, state: GameState,
-                  patient: bool = True, renew: bool = True,
-                  most: int | None = None) -> tuple[int, GameState, list[Event], int | None]:
-        """Bot seats' moves from ``version`` on (see :meth:`Bots.play`), each committed
-        with the same compare-and-set as a person's action, at most ``most`` of them
-        (None: ``bot_moves_per_call``). Also the last deadline set (None: unchanged).
-        ``renew`` False: the moves leave the session's time to live as it is (the
-        timekeeper's, which are no sign of a person)."""
-        deadline: list[int | None] = [None]
+    def bots_play(self, session_id: str, session: Session, version: int, chain: str | None, state: GameState,
+                  patient: bool = True, renew: bool = True, most: int | None = None) -> Played:
+        """Bot seats' moves from ``version`` (whose chain hash is ``chain``) on (see
+        :meth:`Bots.play`), each committed with the same compare-and-set as a person's
+        action, at most ``most`` of them (None: ``bot_moves_per_call``). ``renew``
+        False: the moves leave the session's time to live as it is (the timekeeper's,
+        which are no sign of a person)."""
+        played = Played(version, chain, state, [], None)
+        hashes: dict[int, str] = {}
 
-        def commit(expected: int, before: GameState, after: GameState, events: list[Event]) -> bool:
-            change = self.write(session, before, after, [events], renew=renew)
+        def commit(expected: int, before: GameState, action: engine.Action, after: GameState,
+                   events: list[Event]) -> bool:
+            change = self.write(session, before, after, [Step.move("bot", action, events)], expected=expected,
+                                chain=played.chain, renew=renew)
             try:
                 self.sessions.store.commit(session_id, session, change, expected=expected)
             except Conflict:
                 return False
+            played.chain = hashes[expected + 1] = change.chain
             if change.deadline is not None:
-                deadline[0] = change.deadline
+                played.deadline = change.deadline
             log.info("bot moved", extra={"session_id": session_id, "version": expected + 1})
             return True
 
-        version, state, moved = self.bots.play(version, state, session.bots, commit,
-                                               self.bot_moves_per_call if most is None else most, patient)
-        return version, state, moved, deadline[0]
+        played.version, played.state, moved = self.bots.play(
+            version, state, session.bots, commit, self.bot_moves_per_call if most is None else most, patient)
+        played.moved = [{**e, "chain_hash": hashes[e["version"]]} for e in moved]
+        return played
 
     def force(self, session_id: str, now: int, think: bool = True) -> Forced:
         """A timekeeper's move for the player whose turn's deadline has passed: what was
@@ -135,10 +195,11 @@ class Turns:
         if not think and bot is not None and costly(bot):
             return Decision(lambda _: Forced("thinks"))
         if player in session.bots:  # its move was left unmade (a failed call, or a person's draw it waited for)
-            return Decision(lambda version: self._bot_step(session_id, session, version, state,
+            return Decision(lambda version: self._bot_step(session_id, session, version, session.chain, state,
                                                            self.bot_moves_per_call, "bot_moved"))
         timeouts = {**session.timeouts, player: session.timeouts.get(player, 0) + 1}
-        after, events, done = self._forced_move(timer, state, player, session.version)
+        after, events, actions = self._forced_move(timer, state, player, session.version)
+        done = {"action": actions[0]} if timer.on_timeout != "forfeit" else {}
         timed_out: Event = {"type": "turn_timed_out", "player": player, "on_timeout": timer.on_timeout,
                             "deadline_ms": session.deadline, **done}
         bots: dict[str, BotSettings] | None = None
@@ -147,11 +208,13 @@ class Turns:
                 and after.status == GameStatus.PLAYING and keeps_a_person(session.people(), escalated)):
             bots = escalated
             events.append({"type": "seat_changed", "player": player, "bot": timer.bot.kind, "reason": "timeouts"})
-        change = self.write(session, state, after, [[timed_out], events], renew=False, bots=bots,
-                            timeouts=timeouts, forced_at=now, player=player)
-        return Decision(lambda version: self._forced(session_id, session, version, after, bots, player, timer), change)
+        steps = [Step([timed_out], "timer", player), Step(events, "timer", player, actions)]
+        change = self.write(session, state, after, steps, renew=False, bots=bots, timeouts=timeouts,
+                            forced_at=now, player=player)
+        return Decision(lambda version: self._forced(session_id, session, version, change.chain, after, bots,
+                                                     player, timer), change)
 
-    def _forced(self, session_id: str, session: Session, version: int, after: GameState,
+    def _forced(self, session_id: str, session: Session, version: int, chain: str, after: GameState,
                 bots: dict[str, BotSettings] | None, player: str, timer: TurnTimer) -> Forced:
         """A forced move landed at ``version``: count it, and the bot seats' moves after it."""
         metrics.count_applied("timer", after)
@@ -164,35 +227,37 @@ class Turns:
         refreshed = self.sessions.store.read(session_id)
         if refreshed is None:
             return Forced("applied")
-        return Forced("applied", lambda: self._bot_step(session_id, refreshed, version, after,
+        return Forced("applied", lambda: self._bot_step(session_id, refreshed, version, chain, after,
                                                         self.bot_moves_per_call, "applied"), costly(seats[due]))
 
-    def _bot_step(self, session_id: str, session: Session, version: int, state: GameState, left: int,
-                  outcome: str) -> Forced:
+    def _bot_step(self, session_id: str, session: Session, version: int, chain: str | None, state: GameState,
+                  left: int, outcome: str) -> Forced:
         """One bot seat's move in a timekeeper's lane, and the next (while ``left``
         moves remain of the most one forced move may set off)."""
-        version, state, moved, _ = self.bots_play(session_id, session, version, state, patient=False,
-                                                  renew=False, most=1)
-        if not moved:
+        played = self.bots_play(session_id, session, version, chain, state, patient=False, renew=False, most=1)
+        if not played.moved:
             return Forced(outcome if outcome == "applied" else "moved_on")
-        due = next_bot(state, session.bots, patient=False)
+        due = next_bot(played.state, session.bots, patient=False)
         if left <= 1 or due is None:
             return Forced(outcome)
-        return Forced(outcome, lambda: self._bot_step(session_id, session, version, state, left - 1, outcome),
-                      costly(session.bots[due]))
+        return Forced(outcome, lambda: self._bot_step(session_id, session, played.version, played.chain,
+                                                      played.state, left - 1, outcome), costly(session.bots[due]))
 
     def _forced_move(self, timer: TurnTimer, state: GameState, player: str,
-                     version: int) -> tuple[GameState, list[Event], dict[str, Any]]:
-        """The move a timer makes for ``player``: the state after it, its events, and
-        what was done (for the ``turn_timed_out`` event)."""
+                     version: int) -> tuple[GameState, list[Event], list[dict[str, Any]]]:
+        """The move a timer makes for ``player``: the state after it, its events, and the
+        actions applied (the record's: a forfeit is ``{"type": "forfeit", "player"}``)."""
         if timer.on_timeout == "forfeit":
             after, events = forfeit(state, player)
-            return after, events, {}
+            return after, events, [{"type": records.FORFEIT, "player": player}]
         view = engine.view_doc(state, player)
         action = self.bots.move(view, timer.bot, version) if timer.on_timeout == "bot" else cautious(view)
         after, events = engine.apply(state, action)
+        actions = [engine.format_action(action)]
         seat = after.seat(player)
         if seat in after.owed_draws:  # draw "manual": the card is drawn too, not left to be lost (R-DRAW-1)
-            after, drew = engine.apply(after, engine.Action(player, engine.ActionType.DRAW))
+            draw = engine.Action(player, engine.ActionType.DRAW)
+            after, drew = engine.apply(after, draw)
             events += drew
-        return after, events, {"action": engine.format_action(action)}
+            actions.append(engine.format_action(draw))
+        return after, events, actions

@@ -25,7 +25,7 @@ def test_a_long_log_is_read_in_pages_over_http_and_streamed_whole_over_grpc(thro
                                                               "players": ["ann", "bob"], "seed": 2}, timeout=5).json()
         sid = made["session_id"]
         assert made["events"] == []  # version 1 has no events: the log's versions start at 2
-        game, events_key, _ = keys(sid)
+        game, events_key, *_ = keys(sid)
         store = redis.Redis.from_url(throwaway_redis)
         total = EVENTS_PAGE + 500  # a long game's log, written as the commit script writes it
         store.rpush(events_key, *[json.dumps([{"type": "played", "player": "ann", "card": "0", "total": 0}])] *

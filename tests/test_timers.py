@@ -81,7 +81,8 @@ def wait_for(predicate, seconds):
 def test_a_seat_that_never_acts_is_moved_within_a_second_of_its_deadline(http, keeper):
     made = create(http, on_timeout="draw", timeouts_to_bot=0)
     deadline = made["view"]["deadline_ms"]
-    assert made["events"][-1] == {"type": "turn_started", "player": "ann", "deadline_ms": deadline, "version": 1}
+    assert made["events"][-1] == {"type": "turn_started", "player": "ann", "deadline_ms": deadline, "version": 1,
+                                  "chain_hash": made["chain_hash"]}
     timed_out = wait_for(lambda: [e for e in events(http, made["session_id"]) if e["type"] == "turn_timed_out"], 5)
     seen_ms = time.time() * 1000
     assert timed_out[0]["player"] == "ann" and timed_out[0]["deadline_ms"] == deadline
@@ -89,7 +90,9 @@ def test_a_seat_that_never_acts_is_moved_within_a_second_of_its_deadline(http, k
     log = events(http, made["session_id"])
     forced = [e for e in log if e["version"] == timed_out[0]["version"] + 1]
     assert forced[0] == {"type": "played", "player": "ann", "card": timed_out[0]["action"]["card"],
-                         "total": forced[0]["total"], "version": timed_out[0]["version"] + 1}
+                         "total": forced[0]["total"], "version": timed_out[0]["version"] + 1,
+                         "chain_hash": forced[0]["chain_hash"]}
+    assert forced[0]["chain_hash"] != timed_out[0]["chain_hash"]  # two versions: the timeout, then the move
     view = requests.get(f"{http.url}/v1/sessions/{made['session_id']}", headers=auth(made["seats"]["bob"]),
                         timeout=10).json()["view"]
     assert view["current"] == "bob" and view["deadline_ms"] > deadline

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from typing import TypeVar
 
 import grpc
+import msgspec
 
 from .. import metrics
 from ..admission import Caller
@@ -22,6 +23,7 @@ from .gen import ono99_pb2 as pb
 from .gen import ono99_pb2_grpc as pb_grpc
 
 T = TypeVar("T")
+_json = msgspec.json.Encoder()
 
 
 class StreamLimits:
@@ -103,7 +105,7 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
 
         def answer(made: SessionCreated) -> pb.CreateSessionResponse:
             response = pb.CreateSessionResponse(session_id=made.session_id, version=made.version, seats=made.seats,
-                                                view=view_message(made.view))
+                                                view=view_message(made.view), chain_hash=made.chain_hash)
             convert.add_events(response.events, made.events)
             return response
         return answer(await self._finish(context, await self.calls.answer(context, work)))
@@ -127,7 +129,8 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
             return self.app.act(request.session_id, token, self.app.action(convert.action_doc(request.action)),
                                 expected, request.idempotency_key or None)
         result = await self._finish(context, await self.calls.answer(context, work))
-        response = pb.ActResponse(version=result.version, view=view_message(result.view), replayed=result.replayed)
+        response = pb.ActResponse(version=result.version, view=view_message(result.view), replayed=result.replayed,
+                                  chain_hash=result.chain_hash or "")
         convert.add_events(response.events, result.events)
         return response
 
@@ -188,6 +191,13 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
             return self.app.set_seat_bot(request.session_id, token, request.player, bot)
         version: int = await self._finish(context, await self.calls.answer(context, work))
         return pb.SetSeatBotResponse(version=version)
+
+    async def GetRecord(self, request: pb.GetRecordRequest,
+                        context: grpc.aio.ServicerContext) -> pb.GetRecordResponse:
+        def work() -> pb.GetRecordResponse:
+            record = self.app.record(request.session_id, SEAT_TOKEN.get())
+            return pb.GetRecordResponse(record_json=_json.encode(record).decode())
+        return await self.calls.answer(context, work)
 
     async def DeleteSession(self, request: pb.DeleteSessionRequest,
                       context: grpc.aio.ServicerContext) -> pb.DeleteSessionResponse:

@@ -23,6 +23,7 @@ from .schemas import (
     ApplySchema,
     GameSchema,
     NewGameSchema,
+    RecordKeySchema,
     RulesInfoSchema,
     SignedStateSchema,
     SuggestionSchema,
@@ -138,3 +139,12 @@ class RulesInfo(MethodView):
     def get(self) -> Response:
         """The edition presets and every rule option with its meaning."""
         return json_response(describe_options())
+
+
+@blp.route("/records/key")
+class RecordKey(MethodView):
+    @blp.response(200, RecordKeySchema)
+    @blp.doc(operationId="getRecordKey")
+    def get(self) -> Response:
+        """The public key that signs this service's game records (``ono99 verify --key``)."""
+        return json_response({"algorithm": "ed25519", "public_key": app_layer().record_key})

@@ -21,6 +21,7 @@ from engine.bounds import MAX_DECK_SIZE, MAX_PLAYERS, MIN_PLAYERS
 from engine.cards import CARD_CODES
 from engine.codec import StateDoc
 from engine.events import EVENT_FIELDS, event_schema
+from engine.records import RECORD_SCHEMA
 from engine.rules import rules_json_schema
 from engine.shuffle import SEED_MAX, SEED_MAX_LENGTH, SEED_MIN, check_seed
 from engine.view import ViewDoc
@@ -43,8 +44,11 @@ def engine_components() -> dict[str, Any]:
     _, components = msgspec.json.schema_components(
         [StateDoc, ViewDoc, SessionViewDoc, ActionDoc, BotSettings], ref_template="#/components/schemas/{name}")
     components["Rules"] = {**rules_json_schema(), "examples": RULES_EXAMPLES}
+    components["GameRecord"] = {k: v for k, v in RECORD_SCHEMA.items() if k != "$schema"}
     version = {"version": {"type": "integer", "minimum": 1, "description": "session events: the version that "
-                                                                          "caused it"}}
+                                                                          "caused it"},
+               "chain_hash": {**CHAIN_HASH, "description": "session events: the chain hash of that version "
+                                                           "(a receipt, docs/RECORDS.md)"}}
     mapping = {}
     for kind, (kind_fields, required) in {**EVENT_FIELDS, **SESSION_EVENT_FIELDS}.items():
         name = "Event_" + kind
@@ -56,6 +60,7 @@ def engine_components() -> dict[str, Any]:
     return components
 
 
+CHAIN_HASH = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
 RULES_EXAMPLES = [{"edition": "2022"}, {"edition": "1980", "scoring": "points", "target": 100, "end": "lowest_score"},
                   {"edition": "1980", "draw": "manual", "scoring": "tokens", "tokens": 3}]
 
@@ -240,6 +245,13 @@ class ViewRequestSchema(SignedStateSchema):
                            metadata={"description": "viewer; absent: a spectator"})
 
 
+def ChainHashField() -> fields.String:
+    """The chain hash of the answer's version: a receipt the session's record must hold."""
+    return fields.String(required=True, allow_none=True, metadata={
+        **CHAIN_HASH, "description": "the game record's chain hash at this version (docs/RECORDS.md): keep it "
+                                     "as a receipt; null in a session made before records were kept"})
+
+
 def EventsField(**kwargs: Any) -> fields.List:  # type: ignore[type-arg]
     """A list of events, as the service wrote them (never read back from a caller)."""
     return fields.List(fields.Raw(metadata=_ref("Event")), **kwargs)
@@ -286,6 +298,7 @@ class SessionCreatedSchema(ma.Schema):
                         metadata={"description": "player id → secret seat token; shown once"})
     view = fields.Dict(required=True, metadata=_ref("SessionViewDoc"))
     events = EventsField(required=True)
+    chain_hash = ChainHashField()
 
 
 class SessionViewSchema(ma.Schema):
@@ -311,6 +324,15 @@ class SessionActedSchema(ma.Schema):
     version = fields.Integer(required=True)
     events = EventsField(required=True)
     view = fields.Dict(required=True, metadata=_ref("SessionViewDoc"))
+    chain_hash = ChainHashField()
+
+
+class RecordKeySchema(ma.Schema):
+    """Response of GET /v1/records/key."""
+
+    algorithm = fields.String(required=True, metadata={"const": "ed25519"})
+    public_key = fields.String(required=True, metadata={**CHAIN_HASH, "description": "the Ed25519 public key "
+                                                                                      "that signs records, hex"})
 
 
 class EventsQuerySchema(Strict):

@@ -105,7 +105,7 @@ class Sessions(MethodView):
             return NewSession(NewGame(app.rules(body["rules"]), ids, body["seed"], body["deck"]), bots, timer)
         made = app.create_session(caller, body["ttl_seconds"], build).done()
         return json_response({"session_id": made.session_id, "version": made.version, "seats": made.seats,
-                              "view": made.view, "events": made.events}, 201,
+                              "view": made.view, "events": made.events, "chain_hash": made.chain_hash}, 201,
                              headers={"Location": f"/v1/sessions/{made.session_id}", "ETag": f'"v{made.version}"'})
 
 
@@ -171,8 +171,8 @@ class Actions(MethodView):
         headers = {"ETag": f'"v{answer.version}"'}
         if answer.replayed:
             headers["Idempotent-Replayed"] = "true"
-        return json_response({"version": answer.version, "events": answer.events, "view": answer.view},
-                             headers=headers)
+        return json_response({"version": answer.version, "events": answer.events, "view": answer.view,
+                              "chain_hash": answer.chain_hash}, headers=headers)
 
 
 @blp.route("/<session_id>/events")
@@ -201,6 +201,19 @@ class Events(MethodView):
 
         with waiters.waiting(session_id) as changed:
             return json_response({"events": wait_for_events(read, changed, wait)})
+
+
+@blp.route("/<session_id>/record")
+class Record(MethodView):
+    @blp.response(200, "GameRecord")  # engine.records.RECORD_SCHEMA
+    @blp.doc(security=AUTH)
+    @document_errors(blp, 401, 404, 503)
+    @blp.doc(operationId="getSessionRecord")
+    def get(self, session_id: str) -> Response:
+        """The game record (docs/RECORDS.md): every version with its hash chain, signed.
+        A seat's token gets what that seat may see while the game runs, and everything
+        once it is over; the service key gets everything."""
+        return json_response(app_layer().record(session_id, _token()))
 
 
 @blp.route("/<session_id>/suggest")

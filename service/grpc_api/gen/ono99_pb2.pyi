@@ -260,7 +260,7 @@ class View(_message.Message):
     def __init__(self, viewer: _Optional[str] = ..., rules: _Optional[_Union[Rules, _Mapping]] = ..., players: _Optional[_Iterable[_Union[ViewPlayer, _Mapping]]] = ..., draw_pile_count: _Optional[int] = ..., discard_pile: _Optional[_Iterable[_Union[Card, str]]] = ..., total: _Optional[int] = ..., direction: _Optional[int] = ..., current: _Optional[str] = ..., play2: _Optional[_Union[Play2, _Mapping]] = ..., round: _Optional[int] = ..., status: _Optional[_Union[GameStatus, str]] = ..., winners: _Optional[_Iterable[str]] = ..., round_starter: _Optional[str] = ..., owed_draws: _Optional[_Iterable[str]] = ..., turn: _Optional[_Union[Turn, _Mapping]] = ..., legal_actions: _Optional[_Iterable[_Union[Action, _Mapping]]] = ..., deadline_ms: _Optional[int] = ...) -> None: ...
 
 class Event(_message.Message):
-    __slots__ = ("type", "player", "card", "total", "cards", "direction", "reason", "tokens", "round", "points", "scores", "winners", "version", "bot", "deadline_ms", "on_timeout", "action")
+    __slots__ = ("type", "player", "card", "total", "cards", "direction", "reason", "tokens", "round", "points", "scores", "winners", "version", "bot", "deadline_ms", "on_timeout", "action", "chain_hash")
     class PointsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -292,6 +292,7 @@ class Event(_message.Message):
     DEADLINE_MS_FIELD_NUMBER: _ClassVar[int]
     ON_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
     ACTION_FIELD_NUMBER: _ClassVar[int]
+    CHAIN_HASH_FIELD_NUMBER: _ClassVar[int]
     type: str
     player: str
     card: Card
@@ -309,7 +310,8 @@ class Event(_message.Message):
     deadline_ms: int
     on_timeout: str
     action: Action
-    def __init__(self, type: _Optional[str] = ..., player: _Optional[str] = ..., card: _Optional[_Union[Card, str]] = ..., total: _Optional[int] = ..., cards: _Optional[int] = ..., direction: _Optional[int] = ..., reason: _Optional[str] = ..., tokens: _Optional[int] = ..., round: _Optional[int] = ..., points: _Optional[_Mapping[str, int]] = ..., scores: _Optional[_Mapping[str, int]] = ..., winners: _Optional[_Iterable[str]] = ..., version: _Optional[int] = ..., bot: _Optional[str] = ..., deadline_ms: _Optional[int] = ..., on_timeout: _Optional[str] = ..., action: _Optional[_Union[Action, _Mapping]] = ...) -> None: ...
+    chain_hash: str
+    def __init__(self, type: _Optional[str] = ..., player: _Optional[str] = ..., card: _Optional[_Union[Card, str]] = ..., total: _Optional[int] = ..., cards: _Optional[int] = ..., direction: _Optional[int] = ..., reason: _Optional[str] = ..., tokens: _Optional[int] = ..., round: _Optional[int] = ..., points: _Optional[_Mapping[str, int]] = ..., scores: _Optional[_Mapping[str, int]] = ..., winners: _Optional[_Iterable[str]] = ..., version: _Optional[int] = ..., bot: _Optional[str] = ..., deadline_ms: _Optional[int] = ..., on_timeout: _Optional[str] = ..., action: _Optional[_Union[Action, _Mapping]] = ..., chain_hash: _Optional[str] = ...) -> None: ...
 
 class NewGameRequest(_message.Message):
     __slots__ = ("rules", "players", "seed_int", "seed_text", "deck")
@@ -452,7 +454,7 @@ class CreateSessionRequest(_message.Message):
     def __init__(self, game: _Optional[_Union[NewGameRequest, _Mapping]] = ..., bots: _Optional[_Mapping[str, Bot]] = ..., turn_seconds: _Optional[int] = ..., on_timeout: _Optional[str] = ..., timeouts_to_bot: _Optional[int] = ..., timeout_bot: _Optional[_Union[Bot, _Mapping]] = ..., ttl_seconds: _Optional[int] = ...) -> None: ...
 
 class CreateSessionResponse(_message.Message):
-    __slots__ = ("session_id", "version", "seats", "view", "events")
+    __slots__ = ("session_id", "version", "seats", "view", "events", "chain_hash")
     class SeatsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -465,12 +467,14 @@ class CreateSessionResponse(_message.Message):
     SEATS_FIELD_NUMBER: _ClassVar[int]
     VIEW_FIELD_NUMBER: _ClassVar[int]
     EVENTS_FIELD_NUMBER: _ClassVar[int]
+    CHAIN_HASH_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     version: int
     seats: _containers.ScalarMap[str, str]
     view: View
     events: _containers.RepeatedCompositeFieldContainer[Event]
-    def __init__(self, session_id: _Optional[str] = ..., version: _Optional[int] = ..., seats: _Optional[_Mapping[str, str]] = ..., view: _Optional[_Union[View, _Mapping]] = ..., events: _Optional[_Iterable[_Union[Event, _Mapping]]] = ...) -> None: ...
+    chain_hash: str
+    def __init__(self, session_id: _Optional[str] = ..., version: _Optional[int] = ..., seats: _Optional[_Mapping[str, str]] = ..., view: _Optional[_Union[View, _Mapping]] = ..., events: _Optional[_Iterable[_Union[Event, _Mapping]]] = ..., chain_hash: _Optional[str] = ...) -> None: ...
 
 class GetSessionRequest(_message.Message):
     __slots__ = ("session_id",)
@@ -503,16 +507,18 @@ class ActRequest(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., action: _Optional[_Union[Action, _Mapping]] = ..., expected_version: _Optional[int] = ..., idempotency_key: _Optional[str] = ...) -> None: ...
 
 class ActResponse(_message.Message):
-    __slots__ = ("version", "events", "view", "replayed")
+    __slots__ = ("version", "events", "view", "replayed", "chain_hash")
     VERSION_FIELD_NUMBER: _ClassVar[int]
     EVENTS_FIELD_NUMBER: _ClassVar[int]
     VIEW_FIELD_NUMBER: _ClassVar[int]
     REPLAYED_FIELD_NUMBER: _ClassVar[int]
+    CHAIN_HASH_FIELD_NUMBER: _ClassVar[int]
     version: int
     events: _containers.RepeatedCompositeFieldContainer[Event]
     view: View
     replayed: bool
-    def __init__(self, version: _Optional[int] = ..., events: _Optional[_Iterable[_Union[Event, _Mapping]]] = ..., view: _Optional[_Union[View, _Mapping]] = ..., replayed: _Optional[bool] = ...) -> None: ...
+    chain_hash: str
+    def __init__(self, version: _Optional[int] = ..., events: _Optional[_Iterable[_Union[Event, _Mapping]]] = ..., view: _Optional[_Union[View, _Mapping]] = ..., replayed: _Optional[bool] = ..., chain_hash: _Optional[str] = ...) -> None: ...
 
 class ListEventsRequest(_message.Message):
     __slots__ = ("session_id", "after_version")
@@ -561,6 +567,18 @@ class SetSeatBotResponse(_message.Message):
     VERSION_FIELD_NUMBER: _ClassVar[int]
     version: int
     def __init__(self, version: _Optional[int] = ...) -> None: ...
+
+class GetRecordRequest(_message.Message):
+    __slots__ = ("session_id",)
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ...) -> None: ...
+
+class GetRecordResponse(_message.Message):
+    __slots__ = ("record_json",)
+    RECORD_JSON_FIELD_NUMBER: _ClassVar[int]
+    record_json: str
+    def __init__(self, record_json: _Optional[str] = ...) -> None: ...
 
 class DeleteSessionRequest(_message.Message):
     __slots__ = ("session_id",)

@@ -322,6 +322,11 @@ class SessionServiceStub:
                 request_serializer=ono99_dot_v1_dot_ono99__pb2.SetSeatBotRequest.SerializeToString,
                 response_deserializer=ono99_dot_v1_dot_ono99__pb2.SetSeatBotResponse.FromString,
                 _registered_method=True)
+        self.GetRecord = channel.unary_unary(
+                '/ono99.v1.SessionService/GetRecord',
+                request_serializer=ono99_dot_v1_dot_ono99__pb2.GetRecordRequest.SerializeToString,
+                response_deserializer=ono99_dot_v1_dot_ono99__pb2.GetRecordResponse.FromString,
+                _registered_method=True)
         self.DeleteSession = channel.unary_unary(
                 '/ono99.v1.SessionService/DeleteSession',
                 request_serializer=ono99_dot_v1_dot_ono99__pb2.DeleteSessionRequest.SerializeToString,
@@ -385,6 +390,14 @@ class SessionServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetRecord(self, request, context):
+        """The game record, signed: a seat's token gets what the seat may see while the game
+        runs and everything once it is over; the service key gets everything.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def DeleteSession(self, request, context):
         """End the session.
         """
@@ -429,6 +442,11 @@ def add_SessionServiceServicer_to_server(servicer, server):
                     servicer.SetSeatBot,
                     request_deserializer=ono99_dot_v1_dot_ono99__pb2.SetSeatBotRequest.FromString,
                     response_serializer=ono99_dot_v1_dot_ono99__pb2.SetSeatBotResponse.SerializeToString,
+            ),
+            'GetRecord': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetRecord,
+                    request_deserializer=ono99_dot_v1_dot_ono99__pb2.GetRecordRequest.FromString,
+                    response_serializer=ono99_dot_v1_dot_ono99__pb2.GetRecordResponse.SerializeToString,
             ),
             'DeleteSession': grpc.unary_unary_rpc_method_handler(
                     servicer.DeleteSession,
@@ -626,6 +644,33 @@ class SessionService:
             '/ono99.v1.SessionService/SetSeatBot',
             ono99_dot_v1_dot_ono99__pb2.SetSeatBotRequest.SerializeToString,
             ono99_dot_v1_dot_ono99__pb2.SetSeatBotResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetRecord(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ono99.v1.SessionService/GetRecord',
+            ono99_dot_v1_dot_ono99__pb2.GetRecordRequest.SerializeToString,
+            ono99_dot_v1_dot_ono99__pb2.GetRecordResponse.FromString,
             options,
             channel_credentials,
             insecure,

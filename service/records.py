@@ -1,0 +1,93 @@
+"""Game records of sessions (engine.records, docs/RECORDS.md): the header a session starts
+its record with, the entry each new version adds to it, and the record put together
+for one reader, signed with the deployment's record key.
+
+The record's parts live beside the session (service.store: the ``record`` list and the
+``chain`` field); every version's entry is written by the same commit as its events.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import logging
+from typing import Any
+
+import msgspec
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+import engine
+from engine import GameState, records
+from engine.bots import BotSettings
+from engine.state import GameStatus
+
+from .errors import ServiceError
+from .store import StoredRecord
+from .timers import TurnTimer
+
+log = logging.getLogger("ono99.records")
+_json = msgspec.json.Encoder()
+_decode = msgspec.json.Decoder()
+
+ENGINE = {"name": "ono99", "version": importlib.metadata.version("ono99")}
+
+
+class RecordSigner:
+    """Signs a record's final hash with the deployment's Ed25519 key (ONO99_RECORD_KEY:
+    the private key's 32 bytes as 64 hex digits; see engine.records.signed_message)."""
+
+    def __init__(self, private_hex: str) -> None:
+        try:
+            raw = bytes.fromhex(private_hex)
+            if len(raw) != 32:
+                raise ValueError
+        except ValueError:
+            raise ValueError("ONO99_RECORD_KEY must be an Ed25519 private key: 64 hex digits") from None
+        self._key = Ed25519PrivateKey.from_private_bytes(raw)
+        self.public_key = self._key.public_key().public_bytes_raw().hex()
+
+    def signature(self, final_hash: str) -> dict[str, str]:
+        """The record's ``signature`` block for ``final_hash``."""
+        value = self._key.sign(records.signed_message(final_hash)).hex()
+        return {"algorithm": records.SIGNATURE_ALGORITHM, "public_key": self.public_key, "value": value}
+
+
+def header(state: GameState, bots: dict[str, BotSettings], timer: TurnTimer | None, created_ms: int) -> bytes:
+    """A new session's record header (JSON): the engine, the resolved rules, each seat
+    (a person's, or a bot's with its settings), the turn timer, when it was made, and
+    the state it was dealt as (every hand and the seed: shown once the game is over)."""
+    doc = engine.encode_state(state)
+    seats = [{"id": p.id, "bot": msgspec.to_builtins(bots[p.id]) if p.id in bots else None} for p in state.players]
+    return _json.encode({"engine": ENGINE, "rules": doc["rules"], "seats": seats,
+                         "timer": msgspec.to_builtins(timer) if timer is not None else None,
+                         "created_ms": created_ms, "fairness": None, "initial_state": doc})
+
+
+def first_hash(header_json: bytes) -> str:
+    """The chain hash a record starts from (its header's)."""
+    return records.header_hash(_decode.decode(header_json))
+
+
+def chain_hash(entry: bytes | None) -> str | None:
+    """The chain hash a stored record entry holds (None: the session keeps no record)."""
+    return None if entry is None else str(_decode.decode(entry)["hash"])
+
+
+def assemble(stored: StoredRecord, viewer: str | None, signer: RecordSigner) -> dict[str, Any]:
+    """The record of a session as ``viewer`` may read it (None: the service key, who reads
+    all): while the game runs a seat's record hides what its view hides; once it is over
+    every reader gets all of it. Signed."""
+    if len(stored.entries) != stored.version + 1 or len(stored.events) != stored.version:
+        raise ServiceError("not_found", "this session keeps no record (it was made before records were kept)")
+    versions = []
+    for entry, events in zip(stored.entries[1:], stored.events, strict=True):
+        version = _decode.decode(entry)
+        version["events"] = _decode.decode(events)
+        versions.append(version)
+    state = engine.loads_state(stored.state)
+    record: dict[str, Any] = {"format": records.FORMAT, "format_version": records.FORMAT_VERSION,
+                              "header": _decode.decode(stored.entries[0]), "versions": versions,
+                              "final_hash": versions[-1]["hash"], "outcome": records.outcome(state)}
+    if viewer is not None and state.status == GameStatus.PLAYING:
+        record = records.redacted(record, viewer)
+    record["signature"] = signer.signature(record["final_hash"])
+    return record
