@@ -107,12 +107,10 @@ def hides_card(event: Event, viewer: str | None) -> bool:
 
 
 def redact_event(event: Event, viewer: str | None) -> Event:
-    """An event as ``viewer`` may see it: a drawn card only for whoever drew it."""
+    """An event as ``viewer`` may see it: a drawn card only for whoever drew it (a
+    session's event keeps what the session adds to it: its version and chain hash)."""
     if hides_card(event, viewer):
-        hidden: Event = {"type": "drew", "player": event["player"]}
-        if "version" in event:  # a session's event keeps the version that caused it
-            hidden["version"] = event["version"]
-        return hidden
+        return {k: v for k, v in event.items() if k != "card"}
     return event
 
 

@@ -339,6 +339,12 @@ def _receipt(text: str) -> tuple[int, str]:
     return int(version), chain_hash
 
 
+def _public_key(text: str) -> str:
+    if len(text) != 64 or set(text.lower()) - set("0123456789abcdef"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not an Ed25519 public key (64 hex digits)")
+    return text.lower()
+
+
 def verify(args: argparse.Namespace) -> int:
     """Check a game record (docs/RECORDS.md): one line per check; exit 0 only when every
     check holds, else 1 (2 when the file is not a JSON record)."""
@@ -355,7 +361,7 @@ def verify(args: argparse.Namespace) -> int:
     if not isinstance(record, dict):
         print(f"ono99 verify: {args.record}: not a JSON object", file=sys.stderr)
         return 2
-    checks = verify_record(record, args.receipt)
+    checks = verify_record(record, args.receipt, args.key)
     for c in checks:
         print(f"{'ok  ' if c.ok else 'FAIL'} {c.name}" + (f": {c.detail}" if c.detail else ""))
     return 0 if all(c.ok for c in checks) else 1
@@ -393,10 +399,13 @@ def main(argv: list[str] | None = None) -> int:
     p_check.add_argument("--service", default="", help="gRPC health service name (default: the whole server)")
     p_check.add_argument("--timeout", type=float, default=2.0)
     p_check.set_defaults(func=check)
-    p_verify = sub.add_parser("verify", help="check a game record: format, hash chain, receipts, replay, outcome")
+    p_verify = sub.add_parser("verify", help="check a game record: format, hash chain, signature, receipts, "
+                                             "replay, outcome")
     p_verify.add_argument("record", help="the record's JSON file")
     p_verify.add_argument("--receipt", action="append", type=_receipt, default=[], metavar="VERSION:HASH",
                           help="a chain hash kept from an answer, which the record must hold at that version")
+    p_verify.add_argument("--key", type=_public_key, metavar="PUBLIC_KEY",
+                          help="the service's record key (hex, GET /v1/records/key), which must have signed it")
     args = parser.parse_args(argv)
     if args.command == "check":
         return check(args, Settings())

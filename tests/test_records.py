@@ -201,3 +201,15 @@ def test_the_verify_example_of_docs_records_runs(tmp_path, game):
                          text=True, timeout=60)
     assert run.returncode == 0, run.stdout + run.stderr
     assert run.stdout.splitlines()[0] == shown.removeprefix("# →").strip()
+
+
+def test_the_record_schema_in_docs_is_the_engines():
+    """docs/record.schema.json is engine.records.RECORD_SCHEMA written out (regenerate:
+    python -c "import json, engine.records as r; print(json.dumps(r.RECORD_SCHEMA, indent=2))")."""
+    import json
+    from pathlib import Path
+
+    from engine.records import RECORD_SCHEMA
+
+    written = json.loads((Path(__file__).resolve().parent.parent / "docs" / "record.schema.json").read_text())
+    assert written == RECORD_SCHEMA
