@@ -24,10 +24,13 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from .codec import decode_state
+from .deal import new_game
 from .errors import EngineError
 from .events import EVENT_FIELDS
+from .fairness import ALGORITHM, commitment, master_key
 from .game import apply
 from .leaving import forfeit
+from .shuffle import fair_seed
 from .state import GameState
 from .view import hides_card
 
@@ -37,6 +40,8 @@ _HEADER_LABEL: Final = b"ono99-record-1 header"
 _SIGNATURE_LABEL: Final = b"ono99-record-1 signature"
 SIGNATURE_ALGORITHM: Final = "ed25519"
 FORFEIT: Final = "forfeit"  # an action of a record that is no move: a timer's forfeit (R-TIME-1)
+DEAL: Final = "deal"  # a fair session's deal, from its rules, seats and master key (docs/FAIRNESS.md)
+SEED_SENT: Final = "seed_sent"  # the event of a seat's seed in a fair session
 
 Json = Any  # a JSON value: dict, list, str, int, float, bool or None
 
@@ -51,7 +56,7 @@ RECORD_SCHEMA: Final[dict[str, Json]] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "title": "ONO 99 game record, format version 1 (docs/RECORDS.md)",
     "type": "object",
-    "required": ["format", "format_version", "header", "versions", "final_hash", "outcome"],
+    "required": ["format", "format_version", "header", "versions", "final_hash", "outcome", "fairness"],
     "additionalProperties": False,
     "properties": {
         "format": {"const": "ono99-record"},
@@ -70,10 +75,15 @@ RECORD_SCHEMA: Final[dict[str, Json]] = {
                         "bot": {"type": ["object", "null"], "description": "the bot's settings; null: a person"}}}},
                 "timer": {"type": ["object", "null"], "description": "the turn timer's settings; null: none"},
                 "created_ms": {"type": "integer"},
-                "fairness": {"type": ["object", "null"], "description": "a fair session's commitment and seeds "
-                                                                        "(docs/FAIRNESS.md); null: not fair"},
-                "initial_state": {"anyOf": [_HIDDEN, {"type": "object", "required": ["rules", "players"],
-                                                      "description": "the state document of version 1"}]},
+                "fairness": {"oneOf": [{"type": "null"}, {
+                    "type": "object", "required": ["algorithm", "commitment"], "additionalProperties": False,
+                    "properties": {"algorithm": {"const": "ono99-fair-1"}, "commitment": _HEX64}}],
+                    "description": "a fair session's commitment, made before any seed (docs/FAIRNESS.md); "
+                                   "null: not fair"},
+                "initial_state": {"anyOf": [
+                    _HIDDEN, {"type": "null", "description": "a fair session's: its deal is a version's action"},
+                    {"type": "object", "required": ["rules", "players"],
+                     "description": "the state document of version 1"}]},
             },
         },
         "versions": {"type": "array", "minItems": 1, "items": {
@@ -92,6 +102,15 @@ RECORD_SCHEMA: Final[dict[str, Json]] = {
             },
         }},
         "final_hash": _HEX64,
+        "fairness": {"oneOf": [{"type": "null"}, {
+            "type": "object", "required": ["algorithm", "commitment", "seeds", "secret"], "additionalProperties": False,
+            "properties": {"algorithm": {"const": "ono99-fair-1"}, "commitment": _HEX64,
+                           "seeds": {"type": "object", "additionalProperties": {
+                               "oneOf": [{"type": "null"}, {"type": "string", "pattern": "^[0-9a-f]{32,128}$"}]}},
+                           "secret": {"oneOf": [{"type": "null"}, _HEX64],
+                                      "description": "revealed once the game is over or the session deleted"}}}],
+            "description": "a fair session's seeds and, once revealed, its secret (not in the chain: the "
+                           "commitment and the seed_sent events are)"},
         "outcome": {"type": ["object", "null"], "required": ["status", "winners", "scores", "tokens"],
                     "properties": {"status": {"type": "string"}, "winners": {"type": "array",
                                                                             "items": {"type": "string"}},
@@ -156,7 +175,7 @@ def signed_message(final_hash: str) -> bytes:
 def start(header: Mapping[str, Json], at_ms: int, events: Sequence[Json] = ()) -> dict[str, Json]:
     """A new record: the header, and version 1 (the game as created, by the service)."""
     record: dict[str, Json] = {"format": FORMAT, "format_version": FORMAT_VERSION, "header": dict(header),
-                               "versions": [], "final_hash": header_hash(header), "outcome": None}
+                               "versions": [], "final_hash": header_hash(header), "outcome": None, "fairness": None}
     add_version(record, at_ms, "service", None, [], events)
     return record
 
@@ -177,7 +196,8 @@ def redacted(record: Mapping[str, Json], viewer: str | None) -> dict[str, Json]:
     """The record as ``viewer`` (None: a spectator) may see it while the game runs: the
     initial state hidden, and each event as the view hides it (engine.view.hides_card);
     a part hidden already stays as it is."""
-    header = {**record["header"], "initial_state": {"hidden": sealed(record["header"]["initial_state"])}}
+    initial = record["header"]["initial_state"]
+    header = {**record["header"], "initial_state": None if initial is None else {"hidden": sealed(initial)}}
     versions = [{**v, "events": [hide(e, "type", "player") if "hidden" not in e and hides_card(e, viewer) else e
                                  for e in v["events"]]}
                 for v in record["versions"]]
@@ -230,8 +250,15 @@ def verify(record: Mapping[str, Json], receipts: Sequence[tuple[int, str]] = (),
             run("signature", lambda: _signature(record, key))
         for version, expected in receipts:
             run(f"receipt {version}", lambda v=version, e=expected: _receipt(hashes, v, e))
+        fair = record["header"]["fairness"]
+        secret = None
+        if fair is not None:
+            secret = run("commitment", lambda: _commitment(record))
+            run("seeds", lambda: _seeds(record))
         if _hides_anything(record):
             checks.append(Check("replay", True, "skipped: the record hides cards from its reader"))
+        elif fair is not None and secret is None:
+            checks.append(Check("replay", True, "skipped: the secret is not revealed yet (the game runs)"))
         else:
             final = run("replay", lambda: _replay(record))
             run("outcome", lambda: _outcome(record, final))
@@ -293,6 +320,46 @@ def _receipt(hashes: list[str], version: int, expected: str) -> str:
     return expected
 
 
+def _commitment(record: Mapping[str, Json]) -> str | None:
+    """A fair record's revealed secret, checked against the commitment its header made."""
+    promised = record["header"]["fairness"]
+    shown = record["fairness"]
+    if promised["algorithm"] != ALGORITHM or shown["algorithm"] != ALGORITHM:
+        raise _Failed("commitment", f"not shuffled by {ALGORITHM}")
+    if shown["commitment"] != promised["commitment"]:
+        raise _Failed("commitment", "the fairness block's commitment is not the header's")
+    if shown["secret"] is None:
+        return None
+    if commitment(bytes.fromhex(shown["secret"])) != promised["commitment"]:
+        raise _Failed("commitment", "SHA-256 of the revealed secret is not the commitment")
+    return str(shown["secret"])
+
+
+def _seeds(record: Mapping[str, Json]) -> str:
+    """The fairness block's seeds are the ones the chain holds, each sent before the deal."""
+    sent: dict[str, str] = {}
+    for version in record["versions"]:
+        if any(a.get("type") == DEAL for a in version["actions"]):
+            break
+        for event in version["events"]:
+            if event.get("type") == SEED_SENT:
+                sent[event["player"]] = event["seed"]
+    listed = {p: s for p, s in record["fairness"]["seeds"].items() if s is not None}
+    if listed != sent or set(record["fairness"]["seeds"]) != {s["id"] for s in record["header"]["seats"]}:
+        raise _Failed("seeds", f"the fairness block lists {listed}, the chain holds {sent} before the deal")
+    return f"{len(sent)} of {len(record['header']['seats'])} seats sent one"
+
+
+def _dealt(record: Mapping[str, Json]) -> tuple[GameState, list[Json]]:
+    """A fair record's deal: the rules' deck shuffled by the master key of the revealed
+    secret and the seeds in seat order."""
+    ids = [s["id"] for s in record["header"]["seats"]]
+    seeds = record["fairness"]["seeds"]
+    key = master_key(bytes.fromhex(record["fairness"]["secret"]),
+                     [None if seeds[p] is None else bytes.fromhex(seeds[p]) for p in ids])
+    return new_game(record["header"]["rules"], ids, seed=fair_seed(key))
+
+
 def _hides_anything(record: Mapping[str, Json]) -> bool:
     parts = [record["header"]["initial_state"], *(e for v in record["versions"] for e in v["events"])]
     return any(isinstance(p, dict) and "hidden" in p for p in parts)
@@ -304,21 +371,35 @@ def engine_events(events: Iterable[Json]) -> list[Json]:
     return [{k: v for k, v in e.items() if k != "version"} for e in events if e.get("type") in EVENT_FIELDS]
 
 
-def _replay(record: Mapping[str, Json]) -> GameState:
-    try:
-        state = decode_state(record["header"]["initial_state"])
-    except EngineError as exc:
-        raise _Failed("replay", f"the initial state is not a valid state: {exc}") from None
+def _replay(record: Mapping[str, Json]) -> GameState | None:
+    """The state every action of the record leads to, from its initial state (a fair
+    record's: none until its ``deal``), each version's engine events compared."""
+    state: GameState | None = None
+    if record["header"]["initial_state"] is not None:
+        try:
+            state = decode_state(record["header"]["initial_state"])
+        except EngineError as exc:
+            raise _Failed("replay", f"the initial state is not a valid state: {exc}") from None
+    elif record["header"]["fairness"] is None:
+        raise _Failed("replay", "the record has no initial state and is no fair record")
     for version in record["versions"][1:]:
         made: list[Json] = []
         for action in version["actions"]:
-            try:
-                if action.get("type") == FORFEIT:
-                    state, events = forfeit(state, action["player"])
-                else:
-                    state, events = apply(state, action)
-            except EngineError as exc:
-                raise _Failed("replay", f"version {version['version']}: {action} is refused: {exc}") from None
+            number = version["version"]
+            if action.get("type") == DEAL:
+                if state is not None:
+                    raise _Failed("replay", f"version {number}: a deal in a game dealt already")
+                state, events = _dealt(record)
+            elif state is None:
+                raise _Failed("replay", f"version {number}: {action} before the game is dealt")
+            else:
+                try:
+                    if action.get("type") == FORFEIT:
+                        state, events = forfeit(state, action["player"])
+                    else:
+                        state, events = apply(state, action)
+                except EngineError as exc:
+                    raise _Failed("replay", f"version {number}: {action} is refused: {exc}") from None
             made += events
         if engine_events(version["events"]) != made:
             raise _Failed("replay", f"version {version['version']}: its events are not what its actions make")
@@ -332,7 +413,11 @@ def outcome(state: GameState) -> dict[str, Json]:
             "scores": {p.id: p.score for p in players}, "tokens": {p.id: p.tokens for p in players}}
 
 
-def _outcome(record: Mapping[str, Json], final: GameState) -> str:
+def _outcome(record: Mapping[str, Json], final: GameState | None) -> str:
+    if final is None:  # a fair session deleted before its deal
+        if record["outcome"] is not None:
+            raise _Failed("outcome", f"the record says {record['outcome']} of a game never dealt")
+        return "never dealt"
     replayed = outcome(final)
     if record["outcome"] != replayed:
         raise _Failed("outcome", f"the record says {record['outcome']}, the replay gives {replayed}")
@@ -340,10 +425,12 @@ def _outcome(record: Mapping[str, Json], final: GameState) -> str:
 
 
 __all__ = [
+    "DEAL",
     "FORFEIT",
     "FORMAT",
     "FORMAT_VERSION",
     "RECORD_SCHEMA",
+    "SEED_SENT",
     "Check",
     "add_version",
     "canonical",

@@ -4,12 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Generic, TypeVar
+
+import msgspec
 
 import engine
 from engine import Event, GameState
 from engine.events import PLAYER
+from engine.state import GameStatus
 
+from . import fairness
+from .fairness import Fair, FairnessDoc
 from .signing import StateSigner
 from .timers import ON_TIMEOUT
 
@@ -67,17 +73,37 @@ class EventsRead:
     more: bool
 
 
+class SessionStatus(StrEnum):
+    """A session's status: its game's, or ``seeding`` before a fair session's deal."""
+
+    PLAYING = "playing"
+    OVER = "over"
+    SEEDING = "seeding"
+
+
 class SessionViewDoc(engine.ViewDoc):
-    """A session's view: the engine's view of its state, and when the player to act must
-    have acted (epoch ms; null without a turn timer)."""
+    """A session's view: the engine's view of its state, when the player to act must have
+    acted (epoch ms; null without a turn timer, and while seeding: when the seeding
+    ends), and a fair session's fairness block (docs/FAIRNESS.md; null: not fair)."""
 
+    status: SessionStatus  # type: ignore[assignment]  # the game's status, or seeding (a wider enum)
     deadline_ms: int | None = None
+    fairness: FairnessDoc | None = None
 
 
-def session_view(view: engine.ViewDoc, deadline: int | None) -> SessionViewDoc:
-    """The session view of an engine view, with its turn's deadline (0 or None: none)."""
-    return SessionViewDoc(**{name: getattr(view, name) for name in engine.ViewDoc.__struct_fields__},
-                       deadline_ms=deadline or None)
+def session_view(view: engine.ViewDoc, deadline: int | None, fair: Fair | None = None) -> SessionViewDoc:
+    """The session view of an engine view, with its turn's deadline (0 or None: none) and
+    a fair session's fairness block (its secret once the game is over)."""
+    fields = {name: getattr(view, name) for name in engine.ViewDoc.__struct_fields__}
+    fields["status"] = SessionStatus(view.status)
+    block = None if fair is None else fair.block(revealed=view.status != GameStatus.PLAYING)
+    return SessionViewDoc(**fields, deadline_ms=deadline or None, fairness=block)
+
+
+def seeding_view(fair: Fair, deadline: int) -> SessionViewDoc:
+    """The view of a fair session before its deal (see service.fairness.seeding_view)."""
+    return msgspec.convert({**fairness.seeding_view(fair, deadline), "fairness": fair.block(revealed=False)},
+                           SessionViewDoc)
 
 
 @dataclass(frozen=True)
@@ -129,6 +155,9 @@ SESSION_EVENT_FIELDS: dict[str, tuple[dict[str, object], tuple[str, ...]]] = {
     "turn_started": ({"player": {**PLAYER, "description": "who is to act"},
                       "deadline_ms": {"type": "integer", "description": "the turn's end, epoch ms"}},
                      ("player", "deadline_ms")),
+    "seed_sent": ({"player": PLAYER, "seed": {"type": "string", "pattern": "^[0-9a-f]{32,128}$",
+                                              "description": "the seat's seed, hex (docs/FAIRNESS.md)"}},
+                  ("player", "seed")),
     "turn_timed_out": ({"player": PLAYER, "on_timeout": {"enum": list(ON_TIMEOUT)},
                         "deadline_ms": {"type": "integer"},
                         "action": {"$ref": "#/components/schemas/ActionDoc",

@@ -19,9 +19,19 @@ import engine
 from engine import Event, GameState, IllegalActionError, InvalidInputError
 from engine.bots import BotSettings, Suggestion
 
-from . import metrics
+from . import fairness, metrics
 from .admission import Admission, Caller, Limits
-from .answers import EventsRead, Outcome, SessionAnswer, SessionCreated, SessionRead, SessionViewDoc, Then, session_view
+from .answers import (
+    EventsRead,
+    Outcome,
+    SessionAnswer,
+    SessionCreated,
+    SessionRead,
+    SessionViewDoc,
+    Then,
+    seeding_view,
+    session_view,
+)
 from .bots import BotLimits, Bots, Think, bots_due, think_here
 from .config import Settings
 from .errors import ServiceError, engine_call, from_engine
@@ -61,6 +71,7 @@ class Application:
         self.turns = Turns(self.sessions, self.bots, settings.bot_moves_per_call, settings.record_retention)
         self.record_signer = RecordSigner(settings.resolved_record_key())
         self.turn_seconds_range = (settings.turn_seconds_min, settings.turn_seconds_max)
+        self.seed_seconds_max = settings.seed_seconds_max
         self.session_ttl = settings.session_ttl
         # The longest time to live a caller may ask for: under memory pressure Redis evicts
         # the keys closest to expiring first (volatile-ttl), so sessions made to outlive
@@ -109,6 +120,11 @@ class Application:
     def turn_timer(self, options: Mapping[str, object]) -> TurnTimer | None:
         """A session's turn timer from its creation options (see timers.parse_timer)."""
         return parse_timer(options, self.bots.settings, self.turn_seconds_range)
+
+    def seeding(self, options: Mapping[str, object]) -> int | None:
+        """A fair session's seeding seconds from its creation options (None: not fair;
+        see fairness.parse_fair)."""
+        return fairness.parse_fair(options, self.seed_seconds_max)
 
     def trusted_state(self, doc: object, signature: str | None) -> GameState:
         """Decode and validate a caller's state document (the one place either transport
@@ -162,25 +178,32 @@ class Application:
         request = build()
         bots, turn_timer, game = request.bots, request.timer, request.game  # seating() kept a person's seat
         state, events = engine_call(engine.new_game, game.rules, game.players, seed=game.seed, deck=game.deck)
-        deadline = 0
-        if turn_timer is not None and to_act(state) is not None:
-            deadline = now_ms() + turn_timer.turn_ms
+        created_ms = deadline = now_ms()
+        fair = None
+        if request.seed_seconds is not None:  # dealt once the seats have sent their seeds
+            fair, events = fairness.start(state, [p.id for p in state.players if p.id not in bots]), []
+            deadline += request.seed_seconds * 1000
+        elif turn_timer is not None and to_act(state) is not None:
+            deadline += turn_timer.turn_ms
             events.append(turn_started(state, deadline))
+        else:
+            deadline = 0
         tokens = {p.id: secrets.token_urlsafe(32) for p in state.players if p.id not in bots}
-        created_ms = now_ms()
-        started = header(state, bots, turn_timer, created_ms)
+        started = header(state, bots, turn_timer, created_ms, fair)
         (entry,), (chain,) = entries(first_hash(started), 0, [Step(events, "service")], created_ms)
-        session = Session(FIRST_VERSION, engine.dumps_state(state), {pid: digest(t) for pid, t in tokens.items()},
-                          ttl or self.session_ttl, bots, turn_timer, deadline, chain=chain)
+        session = Session(FIRST_VERSION, b"" if fair else engine.dumps_state(state),
+                          {pid: digest(t) for pid, t in tokens.items()}, ttl or self.session_ttl, bots, turn_timer,
+                          deadline, chain=chain, fair=fair)
         for _ in range(3):
-            session_id = store.new_session_id(timed=turn_timer is not None)
+            session_id = store.new_session_id(timed=session.timed)
             if store.create(session_id, session, _json.encode(events), started, entry):
-                log.info("session created", extra={"session_id": session_id, "version": FIRST_VERSION})
+                log.info("session created", extra={"session_id": session_id, "version": FIRST_VERSION,
+                                                   "fair": fair is not None})
                 shown = [{**e, "version": FIRST_VERSION, "chain_hash": chain}
                          for e in engine.redact_events(events, None)]
-                made = SessionCreated(session_id, FIRST_VERSION, tokens,
-                                      session_view(engine.view_doc(state, None), deadline), shown, chain)
-                if not bots_due(state, bots):
+                view = seeding_view(fair, deadline) if fair else session_view(engine.view_doc(state, None), deadline)
+                made = SessionCreated(session_id, FIRST_VERSION, tokens, view, shown, chain)
+                if fair or not bots_due(state, bots):
                     return Then(made)
                 return Then(made, functools.partial(self._bots_after_creation, made, state))
         raise ServiceError("internal_error", "could not allocate a session id")
@@ -196,10 +219,12 @@ class Application:
     def get_session(self, session_id: str, token: str | None) -> Then[SessionRead]:
         """What the token may read of the session (see :class:`SessionRead`)."""
         session, viewer = self.sessions.read_as(session_id, token)
-        state = engine.loads_state(session.state)
+        if session.fair is not None and session.seeding:
+            return Then(SessionRead(session_id, session.version, seeding_view(session.fair, session.deadline), None))
+        state = session.game()
         read = SessionRead(session_id, session.version, session_view(engine.view_doc(state, viewer),
-                                                                       session.deadline),
-                           state if viewer is None else None)
+                                                                       session.deadline, session.fair),
+                           fairness.shown_state(state, session.fair) if viewer is None else None)
         if not self.turns.bots_pending(session, state):
             return Then(read)
         # A bot whose move a failed call left unmade makes it now: work done for the
@@ -210,8 +235,9 @@ class Application:
         def finish() -> SessionRead:
             played = self.turns.bots_play(session_id, session, session.version, session.chain, state)
             view = session_view(engine.view_doc(played.state, viewer),
-                                session.deadline if played.deadline is None else played.deadline)
-            return SessionRead(session_id, played.version, view, played.state if viewer is None else None)
+                                session.deadline if played.deadline is None else played.deadline, session.fair)
+            return SessionRead(session_id, played.version, view,
+                               fairness.shown_state(played.state, session.fair) if viewer is None else None)
         return Then(read, finish)
 
     def act(self, session_id: str, token: str | None, parsed: engine.Action, expected_version: int | None = None,
@@ -233,7 +259,7 @@ class Application:
                 self.admission.check_action(self.sessions.store, session_id, player)
             if session.recorded is not None:  # only after the caller is known to own the key
                 replayed = self._replay(session_id, session.recorded, fingerprint)
-                state = engine.loads_state(session.state)
+                state = session.game()
                 if replayed.version == session.version and self.turns.bots_pending(session, state):
                     # The bots' moves after it were left unmade (the call that made it went
                     # away): the retry makes them, and its answer ends at them.
@@ -261,8 +287,8 @@ class Application:
         """The change a seat's action makes, and its answer. In a timed session the timer
         waits while the action is judged (see SeatOperations.timer_waits). ``back``: the
         seat is taken back from the bot a timer gave it first (a version of its own)."""
+        state = session.game()
         timeouts = self.seats.timer_waits(session_id, session, action.player)
-        state = engine.loads_state(session.state)
         try:
             next_state, events = _judged(state, action)
         except ServiceError:
@@ -284,7 +310,8 @@ class Application:
                  for e in engine.redact_events(step.events, action.player)]
         answer = SessionAnswer(session_id, version, action.player, shown,
                                session_view(engine.view_doc(next_state, action.player),
-                                            session.deadline if change.deadline is None else change.deadline),
+                                            session.deadline if change.deadline is None else change.deadline,
+                                            session.fair),
                                change.chain)
         if bots is not None:
             session = dataclasses.replace(session, bots=bots)  # the bots that move after it
@@ -317,7 +344,7 @@ class Application:
         deadline = played.deadline if played.deadline is not None else answer.view.deadline_ms
         answer = SessionAnswer(session_id, played.version, answer.player,
                                answer.events + engine.redact_events(played.moved, answer.player),
-                               session_view(view, deadline), played.chain, answer.replayed)
+                               session_view(view, deadline, session.fair), played.chain, answer.replayed)
         if scoped_key:
             self.sessions.store.record(session_id, scoped_key, _record(fingerprint, answer))
         return answer
@@ -329,6 +356,48 @@ class Application:
         view = msgspec.convert(record["view"], SessionViewDoc)
         return SessionAnswer(session_id, record["version"], view.viewer, record["events"], view,
                              record.get("chain_hash"), replayed=True)
+
+    def send_seed(self, session_id: str, token: str | None, seed: object) -> Then[SessionAnswer]:
+        """A fair session's seat sends its seed (docs/FAIRNESS.md): once, before the deal;
+        the seed that completes the persons' seeds deals the game (a version of its
+        own), and the bot seats' moves due then are made before the answer."""
+        def decide(session: Session, player: str | None, attempt: int) -> Decision[Then[SessionAnswer]]:
+            if player is None:
+                raise ServiceError("forbidden", "the service key holds no seat: each seat sends its own seed")
+            fair = session.fair
+            if fair is None:
+                raise ServiceError("seed_refused", "this session is not fair: it takes no seeds", reason="not_fair")
+            if fair.dealt:
+                raise ServiceError("seed_refused", "the game is dealt: seeds are taken only before the deal",
+                                   reason="dealt")
+            if player in fair.seeds:
+                raise ServiceError("seed_refused", f"{player!r} has sent its seed already", reason="sent")
+            if attempt == 0:
+                self.admission.check_action(self.sessions.store, session_id, player)
+            value = fairness.parse_seed(seed)
+            fair = msgspec.structs.replace(fair, seeds={**fair.seeds, player: value})
+            step = Step([{"type": "seed_sent", "player": player, "seed": value}], "person", player)
+            state = None
+            if fair.ready():
+                change, state = self.turns.deal(dataclasses.replace(session, fair=fair), step)
+                view = session_view(engine.view_doc(state, player), change.deadline, change.fair)
+            else:
+                change = self.turns.write(session, None, None, [step], fair=fair)
+                view = seeding_view(fair, session.deadline)
+            shown = [{**e, "version": session.version + k, "chain_hash": chain}
+                     for k, (events, chain) in enumerate(zip(change.events, change.hashes, strict=True), start=1)
+                     for e in engine.redact_events(_decode_events.decode(events), player)]
+            answer = SessionAnswer(session_id, session.version + len(change.hashes), player, shown, view,
+                                   change.chain)
+
+            def landed(_: int) -> Then[SessionAnswer]:
+                log.info("seed sent", extra={"session_id": session_id, "version": answer.version, "player": player,
+                                             "dealt": state is not None})
+                return Then(answer) if state is None else self._after_action(session_id, answer, state, session,
+                                                                             None, "")
+            return Decision(landed, change)
+
+        return self.sessions.change(session_id, decide, token)
 
     def suggest_for_seat(self, session_id: str, token: str | None, bot: BotSettings,
                          player: str | None = None) -> Suggestion:
@@ -374,7 +443,7 @@ class Application:
         """End a session (any seat of it, or the service key)."""
         session = self.sessions.load(session_id)
         self.sessions.authenticate(session, token)
-        self.sessions.store.delete(session_id)
+        self.sessions.store.delete(session_id, self.turns.record_retention)  # its record stays that long
         log.info("session deleted", extra={"session_id": session_id})
 
 

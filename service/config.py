@@ -75,6 +75,7 @@ class Settings:
     timer_threads: int = 4
     record_key: str | None = None
     record_retention: int = 86_400
+    seed_seconds_max: int = 600
     log_level: str = "info"
 
     def pick(self, kind: type[T], prefix: str = "") -> T:

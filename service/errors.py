@@ -30,6 +30,8 @@ ERRORS: dict[str, ErrorCode] = {
     "not_found": ErrorCode(404, "NOT_FOUND", "Not found"),
     "method_not_allowed": ErrorCode(405, "UNIMPLEMENTED", "Method not allowed"),
     "version_conflict": ErrorCode(409, "ABORTED", "Version conflict"),
+    "not_dealt": ErrorCode(409, "FAILED_PRECONDITION", "Not dealt yet"),
+    "seed_refused": ErrorCode(409, "FAILED_PRECONDITION", "Seed not taken"),
     "precondition_failed": ErrorCode(412, "FAILED_PRECONDITION", "Precondition failed"),
     "too_large": ErrorCode(413, "RESOURCE_EXHAUSTED", "Request body too large"),
     "unsupported_media_type": ErrorCode(415, "INVALID_ARGUMENT", "Unsupported media type"),

@@ -16,11 +16,12 @@ import msgspec
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 import engine
-from engine import GameState, records
+from engine import GameState, fairness, records
 from engine.bots import BotSettings
 from engine.state import GameStatus
 
 from .errors import ServiceError
+from .fairness import Fair
 from .store import StoredRecord
 from .timers import TurnTimer
 
@@ -51,15 +52,19 @@ class RecordSigner:
         return {"algorithm": records.SIGNATURE_ALGORITHM, "public_key": self.public_key, "value": value}
 
 
-def header(state: GameState, bots: dict[str, BotSettings], timer: TurnTimer | None, created_ms: int) -> bytes:
+def header(state: GameState, bots: dict[str, BotSettings], timer: TurnTimer | None, created_ms: int,
+           fair: Fair | None) -> bytes:
     """A new session's record header (JSON): the engine, the resolved rules, each seat
     (a person's, or a bot's with its settings), the turn timer, when it was made, and
-    the state it was dealt as (every hand and the seed: shown once the game is over)."""
+    the state it was dealt as (every hand and the seed: shown once the game is over); a
+    fair session's, its commitment instead of a state (its deal is a version of its own)."""
     doc = engine.encode_state(state)
     seats = [{"id": p.id, "bot": msgspec.to_builtins(bots[p.id]) if p.id in bots else None} for p in state.players]
+    promised = None if fair is None else {"algorithm": fairness.ALGORITHM, "commitment": fair.commitment}
     return _json.encode({"engine": ENGINE, "rules": doc["rules"], "seats": seats,
                          "timer": msgspec.to_builtins(timer) if timer is not None else None,
-                         "created_ms": created_ms, "fairness": None, "initial_state": doc})
+                         "created_ms": created_ms, "fairness": promised,
+                         "initial_state": None if fair is not None else doc})
 
 
 def first_hash(header_json: bytes) -> str:
@@ -75,7 +80,8 @@ def chain_hash(entry: bytes | None) -> str | None:
 def assemble(stored: StoredRecord, viewer: str | None, signer: RecordSigner) -> dict[str, Any]:
     """The record of a session as ``viewer`` may read it (None: the service key, who reads
     all): while the game runs a seat's record hides what its view hides; once it is over
-    every reader gets all of it. Signed."""
+    (or the session deleted) every reader gets all of it, a fair session's secret too.
+    Signed."""
     if len(stored.entries) != stored.version + 1 or len(stored.events) != stored.version:
         raise ServiceError("not_found", "this session keeps no record (it was made before records were kept)")
     versions = []
@@ -83,11 +89,14 @@ def assemble(stored: StoredRecord, viewer: str | None, signer: RecordSigner) -> 
         version = _decode.decode(entry)
         version["events"] = _decode.decode(events)
         versions.append(version)
-    state = engine.loads_state(stored.state)
+    state = engine.loads_state(stored.state) if stored.state else None  # none while seeding
+    ended = stored.deleted or (state is not None and state.status != GameStatus.PLAYING)
+    shown = None if stored.fair is None else msgspec.to_builtins(stored.fair.block(revealed=ended))
     record: dict[str, Any] = {"format": records.FORMAT, "format_version": records.FORMAT_VERSION,
                               "header": _decode.decode(stored.entries[0]), "versions": versions,
-                              "final_hash": versions[-1]["hash"], "outcome": records.outcome(state)}
-    if viewer is not None and state.status == GameStatus.PLAYING:
+                              "final_hash": versions[-1]["hash"],
+                              "outcome": None if state is None else records.outcome(state), "fairness": shown}
+    if viewer is not None and not ended:
         record = records.redacted(record, viewer)
     record["signature"] = signer.signature(record["final_hash"])
     return record

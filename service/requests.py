@@ -26,9 +26,11 @@ class NewGame:
 
 @dataclass(frozen=True)
 class NewSession:
-    """A session to create: its game, the seats bots play, and its turn timer (None:
-    none)."""
+    """A session to create: its game, the seats bots play, its turn timer (None: none),
+    and for a fair session the seconds its seats have to send their seeds (None: not
+    fair; docs/FAIRNESS.md)."""
 
     game: NewGame
     bots: dict[str, BotSettings]
     timer: TurnTimer | None = None
+    seed_seconds: int | None = None

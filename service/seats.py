@@ -43,7 +43,7 @@ class SeatOperations:
         seat = caller or player
         if seat is None:
             raise ServiceError("invalid_request", "with the service key, name the seat", field="player")
-        view = engine_call(engine.view_doc, engine.loads_state(session.state), seat)
+        view = engine_call(engine.view_doc, session.game(), seat)
         if caller is not None:
             self.admission.check_action(self.sessions.store, session_id, caller)  # a hint costs like an action
         return self.bots.choose(view, settings)
@@ -63,7 +63,7 @@ class SeatOperations:
                                    player=caller)
             if caller is not None and attempt == 0:
                 self.admission.check_action(self.sessions.store, session_id, caller)  # each hand-over is a version
-            state = engine.loads_state(session.state)
+            state = session.game()
             if state.seat(player) is None:
                 raise ServiceError("invalid_request", f"{player!r} does not play in this session", field="player")
             if settings is None:
@@ -101,7 +101,7 @@ class SeatOperations:
         """Give ``player``'s seat, which a timer handed to a bot, back to its person at the
         version read (its person's action was refused: they are back all the same); a
         lost race leaves it to their next call."""
-        state = engine.loads_state(session.state)
+        state = session.game()
         bots, timeouts, event = back_to_person(session, player)
         try:
             change = self.turns.write(session, state, state, [Step([event], "person", player)], bots=bots,

@@ -7,7 +7,9 @@ Keys of session ``S`` (the hash tag keeps them in one Redis Cluster slot):
   player id to the settings of the bot playing that seat), ``ttl`` (seconds), and for a
   session with a turn timer ``timer`` (JSON of its settings), ``deadline`` (epoch ms of
   the turn's end, 0 when none runs) and ``timeouts`` (JSON of player id to timeouts in
-  a row), ``chain`` (the chain hash of the current version, engine.records)
+  a row), ``chain`` (the chain hash of the current version, engine.records), for a fair
+  session ``fair`` (JSON: its secret and seeds, service.fairness), and once it is deleted
+  ``deleted`` (then only its record is read, until the record retention ends)
 - ``ono99:{S}:events`` list: element ``v - 1`` holds the events (JSON) of version ``v``
 - ``ono99:{S}:record`` list: element 0 holds the game record's header (JSON), element
   ``v`` version ``v``'s record entry (JSON: when, by whom, the actions, the chain hash)
@@ -34,10 +36,13 @@ import msgspec
 import redis
 from redis.crc import key_slot
 
+from engine import GameState, loads_state
 from engine.bots import BotSettings
 
 from . import metrics
 from .errors import ServiceError
+from .fairness import Fair
+from .fairness import decode as decode_fair
 from .redis_client import Breaker, Client, T, unavailable
 from .timers import TurnTimer
 
@@ -48,7 +53,7 @@ log = logging.getLogger("ono99.store")
 # new version its events JSON and its record entry JSON. The fields (service.store.Change;
 # absent: unchanged): expected (the version the change was decided at), state, chain,
 # ttl (new idle seconds, kept), ttl_ms (absent: leave the time to live as it is), key
-# and answer (an idempotency record), channel (the live channel), bots, timeouts,
+# and answer (an idempotency record), channel (the live channel), bots, timeouts, fair,
 # deadline ('0': none runs), forced (a timekeeper's forced move, its clock in epoch ms:
 # apply only if the deadline has passed and the player's action is not in flight).
 _COMMIT = """
@@ -57,7 +62,7 @@ local n = tonumber(ARGV[1])
 for i = 2, 2 * n, 2 do f[ARGV[i]] = ARGV[i + 1] end
 local first = 2 * n + 2
 local version = redis.call('HGET', KEYS[1], 'version')
-if not version then return {-1, 0} end
+if not version or redis.call('HEXISTS', KEYS[1], 'deleted') == 1 then return {-1, 0} end
 version = tonumber(version)
 if version ~= tonumber(f.expected) then return {0, version} end
 if f.forced then
@@ -68,6 +73,7 @@ version = version + (#ARGV - first + 1) / 2
 redis.call('HSET', KEYS[1], 'version', version, 'state', f.state, 'chain', f.chain)
 if f.bots then redis.call('HSET', KEYS[1], 'bots', f.bots) end
 if f.timeouts then redis.call('HSET', KEYS[1], 'timeouts', f.timeouts) end
+if f.fair then redis.call('HSET', KEYS[1], 'fair', f.fair) end
 for i = first, #ARGV, 2 do
   redis.call('RPUSH', KEYS[2], ARGV[i])
   redis.call('RPUSH', KEYS[4], ARGV[i + 1])
@@ -127,7 +133,7 @@ FIRST_VERSION = 1  # a new session's version; each action adds one
 
 # KEYS: game, events, record, and timers for a timed session. ARGV: the number of
 # named fields n, then n name/value pairs: the game hash's fields (version, state,
-# seats, ttl, bots, timer, deadline: epoch ms, '0' none; chain), and events, header and
+# seats, ttl, bots, timer, deadline: epoch ms, '0' none; chain, fair), and events, header and
 # entry (the first version's events, the record's header and its first entry). Creates
 # only if absent.
 _CREATE = """
@@ -135,7 +141,7 @@ if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 local f = {}
 for i = 2, 2 * tonumber(ARGV[1]), 2 do f[ARGV[i]] = ARGV[i + 1] end
 redis.call('HSET', KEYS[1], 'version', f.version, 'state', f.state, 'seats', f.seats, 'ttl', f.ttl,
-           'bots', f.bots, 'timer', f.timer, 'deadline', f.deadline, 'chain', f.chain)
+           'bots', f.bots, 'timer', f.timer, 'deadline', f.deadline, 'chain', f.chain, 'fair', f.fair)
 if #KEYS == 4 and f.deadline ~= '0' then redis.call('ZADD', KEYS[4], f.deadline, KEYS[1]) end
 redis.call('RPUSH', KEYS[2], f.events)
 redis.call('RPUSH', KEYS[3], f.header, f.entry)
@@ -143,6 +149,22 @@ for i = 1, 3 do redis.call('EXPIRE', KEYS[i], f.ttl) end
 return 1
 """
 
+
+# KEYS: game, events, idem, record. ARGV: retention ms, live channel. A session ends: with
+# a retention its game hash is marked deleted (no call finds the session any more) and
+# it, its events and its record stay that long for GET .../record; else all goes at once.
+_DELETE = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if tonumber(ARGV[1]) > 0 then
+  redis.call('HSET', KEYS[1], 'deleted', 1)
+  for _, key in ipairs({KEYS[1], KEYS[2], KEYS[4]}) do redis.call('PEXPIRE', key, ARGV[1]) end
+  redis.call('DEL', KEYS[3])
+else
+  redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4])
+end
+redis.call('PUBLISH', ARGV[2], 0)
+return 1
+"""
 
 # A rate limit as GCRA (the generic cell rate algorithm), on Redis' clock. KEYS: the
 # limit's key. ARGV: milliseconds per request, burst tolerance in milliseconds. Returns
@@ -185,10 +207,29 @@ class Session:
     timeouts: dict[str, int] = field(default_factory=dict)  # each player's turn timeouts in a row
     recorded: bytes | None = None  # the answer recorded for the idempotency key read with it
     chain: str | None = None  # the chain hash of ``version`` (engine.records); None: no record is kept
+    fair: Fair | None = None  # a fair session's secret and seeds (service.fairness); None: not fair
 
     def people(self) -> set[str]:
         """The players with a seat token: every seat but those made for a bot."""
         return set(self.seats)
+
+    @property
+    def seeding(self) -> bool:
+        """Whether the game is still to be dealt (a fair session's seats send seeds)."""
+        return self.fair is not None and not self.fair.dealt
+
+    @property
+    def timed(self) -> bool:
+        """Whether the session has a deadline for the timekeepers: a turn timer's, or the
+        end of a fair session's seeding."""
+        return self.timer is not None or self.seeding
+
+    def game(self) -> GameState:
+        """The session's game state (``not_dealt`` while it is seeding)."""
+        if self.seeding:
+            raise ServiceError("not_dealt", "the game is not dealt yet: its seats are sending their seeds "
+                               "(POST /v1/sessions/{id}/seed)")
+        return loads_state(self.state)
 
 
 @dataclass(frozen=True)
@@ -202,6 +243,7 @@ class Change:
     hashes: list[str]  # the chain hash of each new version
     renew: bool = True  # slide the time to live (a timekeeper's writes are no sign of life)
     ttl: int | None = None  # the session's new idle seconds (the game is over: its record is kept longer)
+    fair: Fair | None = None  # a fair session's new part (a seed sent, the deal)
     bots: dict[str, BotSettings] | None = None
     timeouts: dict[str, int] | None = None
     deadline: int | None = None  # 0: no timer runs
@@ -222,7 +264,7 @@ _decode_counts = msgspec.json.Decoder(dict[str, int])
 _encode = msgspec.json.Encoder()
 
 
-_FIELDS = ("version", "state", "seats", "ttl", "bots", "timer", "deadline", "timeouts", "chain")
+_FIELDS = ("version", "state", "seats", "ttl", "bots", "timer", "deadline", "timeouts", "chain", "fair", "deleted")
 
 
 def inflight_key(session_id: str, player: str) -> str:
@@ -238,14 +280,16 @@ def _session_of(game_key: bytes | str) -> str:
 class StoredRecord:
     """A session's record as stored: the version and state it is at, the seats' token
     hashes (to authenticate its reader), the events of each version and the record's
-    header and entries (``entries[0]`` the header, ``entries[v]`` version ``v``'s)."""
+    header and entries (``entries[0]`` the header, ``entries[v]`` version ``v``'s), a
+    fair session's part, and whether the session was deleted."""
 
     version: int
-    state: bytes
+    state: bytes  # empty while a fair session is seeding
     seats: dict[str, str]
     events: list[bytes]
     entries: list[bytes]
-
+    fair: Fair | None
+    deleted: bool  # the session was deleted: only its record is left
 
 class NotDue(Exception):
     """A forced move found its turn not due (a seat acted, or is acting)."""
@@ -320,6 +364,7 @@ class SessionStore:
         self._claim = client.register_script(_CLAIM)
         self._record = client.register_script(_RECORD)
         self._hand_back = client.register_script(_HAND_BACK)
+        self._delete = client.register_script(_DELETE)
         self.breaker = Breaker(breaker_failures, breaker_reset)
         self.shared = SharedReads()
         # With wait_aof a write is acknowledged only once Redis' append-only file holds
@@ -391,12 +436,13 @@ class SessionStore:
         its first version, and its record's header and first entry; False if the id is
         taken. A timer schedules the deadline."""
         game, events_key, _, record = keys(session_id)
-        names = [game, events_key, record] + ([self.timers_key(session_id)] if session.timer else [])
+        names = [game, events_key, record] + ([self.timers_key(session_id)] if session.timed else [])
         named: dict[str, Any] = {
             "version": session.version, "state": session.state, "seats": _encode.encode(session.seats),
             "ttl": session.ttl, "bots": _encode.encode(session.bots),
             "timer": _encode.encode(session.timer) if session.timer else b"", "deadline": session.deadline,
-            "chain": session.chain, "events": events, "header": header, "entry": entry}
+            "chain": session.chain, "fair": _encode.encode(session.fair) if session.fair else b"", "events": events,
+            "header": header, "entry": entry}
         args = [len(named), *(item for pair in named.items() for item in pair)]
         return bool(self._call("create", lambda: self._durable(lambda client: self._create(
             keys=names, args=args, client=client))))
@@ -414,13 +460,13 @@ class SessionStore:
             return [self.client.hmget(game, *_FIELDS)]  # one command needs no pipeline
 
         replies = self._call("read", work)
-        version, state, seats, ttl, bots, timer, deadline, timeouts, chain = replies[0]
-        if version is None:
+        version, state, seats, ttl, bots, timer, deadline, timeouts, chain, fair, deleted = replies[0]
+        if version is None or deleted:
             return None
         return Session(int(version), state, _decode_seats.decode(seats), int(ttl),
                        _decode_bots.decode(bots) if bots else {}, _decode_timer.decode(timer) if timer else None,
                        int(deadline or 0), _decode_counts.decode(timeouts) if timeouts else {},
-                       replies[1] if idempotency_key else None, chain.decode() if chain else None)
+                       replies[1] if idempotency_key else None, chain.decode() if chain else None, decode_fair(fair))
 
     def touch(self, session_id: str, ttl: int) -> None:
         """Slide the session's time to live (reads count as activity)."""
@@ -438,7 +484,7 @@ class SessionStore:
         session moved on, and NotDue when a forced move finds the deadline not passed or
         the player's action in flight."""
         names = list(keys(session_id))
-        if read.timer is not None:
+        if read.timed:
             names += [self.timers_key(session_id), inflight_key(session_id, change.player)]
         named: dict[str, Any] = {"expected": read.version if expected is None else expected, "state": change.state,
                                  "chain": change.chain, "channel": live_channel(session_id)}
@@ -452,6 +498,8 @@ class SessionStore:
             named["bots"] = _encode.encode(change.bots)
         if change.timeouts is not None:
             named["timeouts"] = _encode.encode(change.timeouts)
+        if change.fair is not None:
+            named["fair"] = _encode.encode(change.fair)
         if change.deadline is not None:
             named["deadline"] = change.deadline
         if change.forced_at is not None:
@@ -566,15 +614,16 @@ class SessionStore:
 
         def work() -> list[Any]:
             pipe = self.client.pipeline(transaction=True)
-            pipe.hmget(game, "version", "state", "seats")
+            pipe.hmget(game, "version", "state", "seats", "fair", "deleted")
             pipe.lrange(events_key, 0, -1)
             pipe.lrange(record, 0, -1)
             return list(pipe.execute())
 
-        (version, state, seats), events, entries = self._call("record", work)
+        (version, state, seats, fair, deleted), events, entries = self._call("record", work)
         if version is None:
             return None
-        return StoredRecord(int(version), state, _decode_seats.decode(seats), events, entries)
+        return StoredRecord(int(version), state, _decode_seats.decode(seats), events, entries, decode_fair(fair),
+                            bool(deleted))
 
     def throttle(self, key: str, per_second: float, burst: int) -> float:
         """Count one request against the rate limit ``key`` (``per_second`` on average,
@@ -584,15 +633,15 @@ class SessionStore:
             keys=[f"ono99:rate:{key}"], args=[round(interval), round(interval * (burst - 1))]))
         return int(wait_ms) / 1000.0
 
-    def delete(self, session_id: str) -> bool:
-        """Delete a session (and its timer); False if it did not exist. Its live channel
-        hears of it, so that every stream and long poll waiting on it ends at once."""
+    def delete(self, session_id: str, retain: int = 0) -> bool:
+        """End a session (and its timer), keeping its record ``retain`` seconds (see
+        _DELETE); False if it did not exist. Its live channel hears of it, so that every
+        stream and long poll waiting on it ends at once."""
         def work() -> Any:
-            found = self.client.delete(*keys(session_id))  # one slot: one command, also on a Cluster
+            found = self._delete(keys=list(keys(session_id)), args=[retain * 1000, live_channel(session_id)])
             timers = self.timers_key(session_id)
             if timers:
                 self.client.zrem(timers, keys(session_id)[0])
-            self.client.publish(live_channel(session_id), 0)
             return found
 
         return bool(self._call("delete", work))

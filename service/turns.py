@@ -107,7 +107,7 @@ class Turns:
         self.bot_moves_per_call = bot_moves_per_call
         self.record_retention = record_retention  # seconds a finished game's record outlives its idle life
 
-    def write(self, session: Session, before: GameState | None, after: GameState, steps: list[Step],
+    def write(self, session: Session, before: GameState | None, after: GameState | None, steps: list[Step],
               expected: int | None = None, chain: str | None = None, **fields: Any) -> Change:
         """The change that stores ``after`` as one version for each step after version
         ``expected`` (default: the session's, whose chain hash is ``chain``, default the
@@ -115,19 +115,21 @@ class Turns:
         also the turn timer's part: a new deadline when another player is to act (or
         after a forced move), announced by a ``turn_started`` event appended to the last
         step. The commit that ends the game keeps the session (and its record) for the
-        record retention beyond its idle time to live."""
+        record retention beyond its idle time to live. ``after`` None: no game is dealt
+        yet (a fair session's seed)."""
         now = now_ms()
-        if session.timer is not None:
+        if session.timer is not None and after is not None:
             deadline = next_deadline(session.timer, before, after, now, forced=fields.get("forced_at") is not None)
             if deadline:
                 steps[-1].events.append(turn_started(after, deadline))
             fields["deadline"] = deadline
-        if after.status != GameStatus.PLAYING and (before is None or before.status == GameStatus.PLAYING):
+        if (after is not None and after.status != GameStatus.PLAYING
+                and (before is None or before.status == GameStatus.PLAYING)):
             fields["ttl"] = session.ttl + self.record_retention
         version = session.version if expected is None else expected
         made, hashes = entries((chain or session.chain) or NO_CHAIN, version, steps, now)
-        return Change(engine.dumps_state(after), [_json.encode(step.events) for step in steps], made, hashes,
-                      **fields)
+        return Change(b"" if after is None else engine.dumps_state(after),
+                      [_json.encode(step.events) for step in steps], made, hashes, **fields)
 
     @staticmethod
     def bots_pending(session: Session, state: GameState) -> bool:
@@ -179,13 +181,32 @@ class Turns:
             self.sessions.store.unschedule(session_id)
             return Forced("gone")
 
+    def deal(self, session: Session, step: Step, **fields: Any) -> tuple[Change, GameState]:
+        """The change that deals a fair session's game after ``step`` (a seed sent; None
+        fields when the seeding time ran out): the seed's version if any, then the deal,
+        a version of its own (action ``deal``), with the turn timer's first deadline."""
+        assert session.fair is not None
+        dealt = msgspec.structs.replace(session.fair, dealt=True)
+        state, events = dealt.deal()
+        steps = [step] if step.events else []
+        steps.append(Step(events, "timer" if fields.get("forced_at") else "service", None, [{"type": records.DEAL}]))
+        if session.timer is None:
+            fields["deadline"] = 0  # the seeding's deadline is over; no turn timer follows it
+        return self.write(session, None, state, steps, fair=dealt, **fields), state
+
     def _decide_forced(self, session_id: str, session: Session, now: int, think: bool) -> Decision[Forced]:
+        if session.seeding:
+            if session.deadline > now:
+                return Decision(lambda _: Forced("not_due"))
+            change, state = self.deal(session, Step([], "timer"), renew=False, forced_at=now)
+            return Decision(lambda version: self._forced(session_id, session, version, change.chain, state, None,
+                                                         None, session.timer), change)
         if session.timer is None or not session.deadline:
             self.sessions.store.unschedule(session_id)
             return Decision(lambda _: Forced("gone"))
         if session.deadline > now:
             return Decision(lambda _: Forced("not_due"))
-        state = engine.loads_state(session.state)
+        state = session.game()
         player = to_act(state)
         if player is None:
             self.sessions.store.unschedule(session_id)
@@ -215,11 +236,16 @@ class Turns:
                                                      player, timer), change)
 
     def _forced(self, session_id: str, session: Session, version: int, chain: str, after: GameState,
-                bots: dict[str, BotSettings] | None, player: str, timer: TurnTimer) -> Forced:
-        """A forced move landed at ``version``: count it, and the bot seats' moves after it."""
-        metrics.count_applied("timer", after)
-        log.info("turn timed out", extra={"session_id": session_id, "version": version, "player": player,
-                                          "action": timer.on_timeout})
+                bots: dict[str, BotSettings] | None, player: str | None, timer: TurnTimer | None) -> Forced:
+        """A forced move (or a fair session's deal, ``player`` None) landed at
+        ``version``: count it, and the bot seats' moves after it."""
+        if player is None:
+            log.info("dealt when the seeding time ran out", extra={"session_id": session_id, "version": version})
+        else:
+            assert timer is not None
+            metrics.count_applied("timer", after)
+            log.info("turn timed out", extra={"session_id": session_id, "version": version, "player": player,
+                                              "action": timer.on_timeout})
         seats = session.bots if bots is None else bots
         due = next_bot(after, seats, patient=False)
         if due is None:

@@ -29,8 +29,8 @@ PLAYERS = ["ann", "bob", "cy"]
 def played(rules: dict, seed: int, forfeit_at: int | None = None) -> tuple[dict, list[tuple[int, str]]]:
     """A record of a game played at random to its end, and the receipts of every version."""
     state, events = new_game(rules, PLAYERS, seed=seed)
-    header = {"engine": "test", "rules": encode_state(state)["rules"],
-              "seats": [{"id": p, "kind": "person"} for p in PLAYERS], "timer": None, "created_ms": 1000,
+    header = {"engine": {"name": "ono99", "version": "test"}, "rules": encode_state(state)["rules"],
+              "seats": [{"id": p, "bot": None} for p in PLAYERS], "timer": None, "created_ms": 1000,
               "fairness": None, "initial_state": encode_state(state)}
     record = start(header, 1000, events)
     receipts = [(1, record["final_hash"])]

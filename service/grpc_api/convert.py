@@ -40,6 +40,7 @@ _STATUS_OF = {pb.PLAYER_STATUS_ACTIVE: "active", pb.PLAYER_STATUS_OUT: "out",
 _STATUS_ENUM = {v: k for k, v in _STATUS_OF.items()}
 _GAME_OF = {pb.GAME_STATUS_PLAYING: "playing", pb.GAME_STATUS_OVER: "over"}
 _GAME_ENUM = {v: k for k, v in _GAME_OF.items()}
+_VIEW_STATUS = {**_GAME_ENUM, "seeding": pb.GAME_STATUS_SEEDING}  # a session's view: a fair one's before its deal
 
 
 def card(value: int, path: str) -> str:
@@ -338,12 +339,17 @@ def view_message(view: dict[str, Any]) -> pb.View:
                                hand_count=p["hand_count"], status=_STATUS_ENUM[p["status"]], tokens=p["tokens"],
                                score=p["score"], busted=p["busted"]) for p in view["players"]],
         draw_pile_count=view["draw_pile_count"], discard_pile=card_enums(view["discard_pile"]),
-        status=_GAME_ENUM[view["status"]], winners=view["winners"], round_starter=view["round_starter"],
+        status=_VIEW_STATUS[view["status"]], winners=view["winners"], round_starter=view["round_starter"],
         owed_draws=view["owed_draws"], turn=pb.Turn(**view["turn"]),
         legal_actions=[action_message(parse_action(a)) for a in view["legal_actions"]],
         **{name: view[name] for name in _VIEW_PLAIN})
     if view.get("deadline_ms") is not None:
         msg.deadline_ms = view["deadline_ms"]
+    fair = view.get("fairness")
+    if fair is not None:
+        msg.fairness.CopyFrom(pb.Fairness(algorithm=fair["algorithm"], commitment=fair["commitment"],
+                                          seeds={p: s for p, s in fair["seeds"].items() if s is not None},
+                                          secret=fair["secret"] or ""))
     if view["viewer"] is not None:
         msg.viewer = view["viewer"]
     if view["current"] is not None:

@@ -59,6 +59,14 @@ class StreamLimits:
         metrics.GRPC_STREAMS.set(self.count)
 
 
+def act_response(result: SessionAnswer) -> pb.ActResponse:
+    """The ActResponse of an action's (or a seed's) answer."""
+    response = pb.ActResponse(version=result.version, view=view_message(result.view), replayed=result.replayed,
+                              chain_hash=result.chain_hash or "")
+    convert.add_events(response.events, result.events)
+    return response
+
+
 class SessionServicer(pb_grpc.SessionServiceServicer):
     """Sessions, on the thread pool; the seat token comes from :class:`CallInterceptor`."""
 
@@ -95,12 +103,14 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
                      "on_timeout": request.on_timeout or None,
                      "timeouts_to_bot": request.timeouts_to_bot if request.HasField("timeouts_to_bot") else None,
                      "timeout_bot": convert.bot_doc(request.timeout_bot) if request.HasField("timeout_bot") else None}
-            def build() -> NewSession:  # in the order the checks answer: seats, timer, rules
+            def build() -> NewSession:  # in the order the checks answer: seats, timer, fairness, rules
                 ids, bots = self.app.seating(players)
                 turn_timer = self.app.turn_timer(timer)
-                return NewSession(NewGame(self.app.rules(convert.rules_doc(game.rules)), ids, seed_of(game),
-                                          convert.cards(game.deck, "deck") if game.deck else None),
-                                  bots, turn_timer)
+                seed, deck = seed_of(game), convert.cards(game.deck, "deck") if game.deck else None
+                seeding = self.app.seeding({"fair": request.fair, "seed": seed, "deck": deck, "seed_seconds":
+                                            request.seed_seconds if request.HasField("seed_seconds") else None})
+                return NewSession(NewGame(self.app.rules(convert.rules_doc(game.rules)), ids, seed, deck),
+                                  bots, turn_timer, seeding)
             return self.app.create_session(caller, request.ttl_seconds or None, build)
 
         def answer(made: SessionCreated) -> pb.CreateSessionResponse:
@@ -128,11 +138,13 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
             expected = request.expected_version if request.HasField("expected_version") else None
             return self.app.act(request.session_id, token, self.app.action(convert.action_doc(request.action)),
                                 expected, request.idempotency_key or None)
-        result = await self._finish(context, await self.calls.answer(context, work))
-        response = pb.ActResponse(version=result.version, view=view_message(result.view), replayed=result.replayed,
-                                  chain_hash=result.chain_hash or "")
-        convert.add_events(response.events, result.events)
-        return response
+        return act_response(await self._finish(context, await self.calls.answer(context, work)))
+
+    async def SendSeed(self, request: pb.SendSeedRequest, context: grpc.aio.ServicerContext) -> pb.ActResponse:
+        token = SEAT_TOKEN.get()
+        result = await self._finish(context, await self.calls.answer(
+            context, lambda: self.app.send_seed(request.session_id, token, request.seed)))
+        return act_response(result)
 
     async def ListEvents(self, request: pb.ListEventsRequest,
                    context: grpc.aio.ServicerContext) -> pb.ListEventsResponse:

@@ -180,6 +180,12 @@ class NewSessionSchema(NewGameSchema):
                           metadata={"description": "seats in order (clockwise): a player id, or "
                                                    "{id, bot} for a seat a bot plays"})
 
+    fair = fields.Raw(load_default=None, metadata={"type": "boolean", "description": (
+        "deal from a secret the service commits to and the seats' seeds (docs/FAIRNESS.md); takes no seed or "
+        "deck")})
+    seed_seconds = fields.Raw(load_default=None, metadata={"type": "integer", "description": (
+        "a fair session: seconds the seats have to send their seeds before the deal (1 to 600 unless the "
+        "service narrows it; default 30)")})
     ttl_seconds = fields.Integer(strict=True, load_default=None,
                                  metadata={"description": "idle time before the session expires, in seconds: "
                                                           "from 60 to the service's maximum (400 beyond)",
@@ -214,6 +220,13 @@ class SessionSuggestSchema(Strict):
     bot = BotField(required=True)
     player = fields.String(load_default=None, validate=PLAYER_ID,
                            metadata={"description": "the seat, with the service key only"})
+
+
+class SeedSchema(Strict):
+    """Body of POST /v1/sessions/{id}/seed."""
+
+    seed = fields.Raw(required=True, metadata={"type": "string", "pattern": "^[0-9a-fA-F]{32,128}$",
+                                               "description": "the seat's seed: 16 to 64 bytes, hex"})
 
 
 class SeatBotSchema(Strict):

@@ -21,6 +21,7 @@ from .schemas import (
     EventsSchema,
     NewSessionSchema,
     SeatBotSchema,
+    SeedSchema,
     SessionActedSchema,
     SessionActionSchema,
     SessionCreatedSchema,
@@ -99,10 +100,12 @@ class Sessions(MethodView):
         caller = Caller(request.remote_addr or "unknown", request.headers.get("X-API-Key") or _token())
         app = app_layer()
 
-        def build() -> NewSession:  # in the order the checks answer: seats, timer, rules
+        def build() -> NewSession:  # in the order the checks answer: seats, timer, fairness, rules
             ids, bots = app.seating(body["players"])
             timer = app.turn_timer({name: body[name] for name in TIMER_OPTIONS})
-            return NewSession(NewGame(app.rules(body["rules"]), ids, body["seed"], body["deck"]), bots, timer)
+            seeding = app.seeding({name: body[name] for name in ("fair", "seed_seconds", "seed", "deck")})
+            return NewSession(NewGame(app.rules(body["rules"]), ids, body["seed"], body["deck"]), bots, timer,
+                              seeding)
         made = app.create_session(caller, body["ttl_seconds"], build).done()
         return json_response({"session_id": made.session_id, "version": made.version, "seats": made.seats,
                               "view": made.view, "events": made.events, "chain_hash": made.chain_hash}, 201,
@@ -201,6 +204,22 @@ class Events(MethodView):
 
         with waiters.waiting(session_id) as changed:
             return json_response({"events": wait_for_events(read, changed, wait)})
+
+
+@blp.route("/<session_id>/seed")
+class Seed(MethodView):
+    @blp.arguments(SeedSchema())
+    @blp.response(200, SessionActedSchema)
+    @blp.doc(security=AUTH)
+    @document_errors(blp, 400, 401, 403, 404, 409, 413, 429, 503)
+    @blp.doc(operationId="sendSeed")
+    def post(self, body: dict[str, Any], session_id: str) -> Response:
+        """A fair session's seat sends its seed, once, before the deal (docs/FAIRNESS.md).
+        The seed that completes the persons' seeds deals the game: the answer then ends
+        at the deal (and at the bot seats' moves after it)."""
+        answer = app_layer().send_seed(session_id, _token(), body["seed"]).done()
+        return json_response({"version": answer.version, "events": answer.events, "view": answer.view,
+                              "chain_hash": answer.chain_hash}, headers={"ETag": f'"v{answer.version}"'})
 
 
 @blp.route("/<session_id>/record")

@@ -46,6 +46,7 @@ class GameStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     GAME_STATUS_UNSPECIFIED: _ClassVar[GameStatus]
     GAME_STATUS_PLAYING: _ClassVar[GameStatus]
     GAME_STATUS_OVER: _ClassVar[GameStatus]
+    GAME_STATUS_SEEDING: _ClassVar[GameStatus]
 CARD_UNSPECIFIED: Card
 CARD_0: Card
 CARD_1: Card
@@ -74,6 +75,7 @@ PLAYER_STATUS_OUT_OF_ROUND: PlayerStatus
 GAME_STATUS_UNSPECIFIED: GameStatus
 GAME_STATUS_PLAYING: GameStatus
 GAME_STATUS_OVER: GameStatus
+GAME_STATUS_SEEDING: GameStatus
 
 class DeckEntry(_message.Message):
     __slots__ = ("card", "count")
@@ -222,7 +224,7 @@ class ViewPlayer(_message.Message):
     def __init__(self, id: _Optional[str] = ..., hand_visible: _Optional[bool] = ..., hand: _Optional[_Iterable[_Union[Card, str]]] = ..., hand_count: _Optional[int] = ..., status: _Optional[_Union[PlayerStatus, str]] = ..., tokens: _Optional[int] = ..., score: _Optional[int] = ..., busted: _Optional[bool] = ...) -> None: ...
 
 class View(_message.Message):
-    __slots__ = ("viewer", "rules", "players", "draw_pile_count", "discard_pile", "total", "direction", "current", "play2", "round", "status", "winners", "round_starter", "owed_draws", "turn", "legal_actions", "deadline_ms")
+    __slots__ = ("viewer", "rules", "players", "draw_pile_count", "discard_pile", "total", "direction", "current", "play2", "round", "status", "winners", "round_starter", "owed_draws", "turn", "legal_actions", "deadline_ms", "fairness")
     VIEWER_FIELD_NUMBER: _ClassVar[int]
     RULES_FIELD_NUMBER: _ClassVar[int]
     PLAYERS_FIELD_NUMBER: _ClassVar[int]
@@ -240,6 +242,7 @@ class View(_message.Message):
     TURN_FIELD_NUMBER: _ClassVar[int]
     LEGAL_ACTIONS_FIELD_NUMBER: _ClassVar[int]
     DEADLINE_MS_FIELD_NUMBER: _ClassVar[int]
+    FAIRNESS_FIELD_NUMBER: _ClassVar[int]
     viewer: str
     rules: Rules
     players: _containers.RepeatedCompositeFieldContainer[ViewPlayer]
@@ -257,10 +260,30 @@ class View(_message.Message):
     turn: Turn
     legal_actions: _containers.RepeatedCompositeFieldContainer[Action]
     deadline_ms: int
-    def __init__(self, viewer: _Optional[str] = ..., rules: _Optional[_Union[Rules, _Mapping]] = ..., players: _Optional[_Iterable[_Union[ViewPlayer, _Mapping]]] = ..., draw_pile_count: _Optional[int] = ..., discard_pile: _Optional[_Iterable[_Union[Card, str]]] = ..., total: _Optional[int] = ..., direction: _Optional[int] = ..., current: _Optional[str] = ..., play2: _Optional[_Union[Play2, _Mapping]] = ..., round: _Optional[int] = ..., status: _Optional[_Union[GameStatus, str]] = ..., winners: _Optional[_Iterable[str]] = ..., round_starter: _Optional[str] = ..., owed_draws: _Optional[_Iterable[str]] = ..., turn: _Optional[_Union[Turn, _Mapping]] = ..., legal_actions: _Optional[_Iterable[_Union[Action, _Mapping]]] = ..., deadline_ms: _Optional[int] = ...) -> None: ...
+    fairness: Fairness
+    def __init__(self, viewer: _Optional[str] = ..., rules: _Optional[_Union[Rules, _Mapping]] = ..., players: _Optional[_Iterable[_Union[ViewPlayer, _Mapping]]] = ..., draw_pile_count: _Optional[int] = ..., discard_pile: _Optional[_Iterable[_Union[Card, str]]] = ..., total: _Optional[int] = ..., direction: _Optional[int] = ..., current: _Optional[str] = ..., play2: _Optional[_Union[Play2, _Mapping]] = ..., round: _Optional[int] = ..., status: _Optional[_Union[GameStatus, str]] = ..., winners: _Optional[_Iterable[str]] = ..., round_starter: _Optional[str] = ..., owed_draws: _Optional[_Iterable[str]] = ..., turn: _Optional[_Union[Turn, _Mapping]] = ..., legal_actions: _Optional[_Iterable[_Union[Action, _Mapping]]] = ..., deadline_ms: _Optional[int] = ..., fairness: _Optional[_Union[Fairness, _Mapping]] = ...) -> None: ...
+
+class Fairness(_message.Message):
+    __slots__ = ("algorithm", "commitment", "seeds", "secret")
+    class SeedsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    ALGORITHM_FIELD_NUMBER: _ClassVar[int]
+    COMMITMENT_FIELD_NUMBER: _ClassVar[int]
+    SEEDS_FIELD_NUMBER: _ClassVar[int]
+    SECRET_FIELD_NUMBER: _ClassVar[int]
+    algorithm: str
+    commitment: str
+    seeds: _containers.ScalarMap[str, str]
+    secret: str
+    def __init__(self, algorithm: _Optional[str] = ..., commitment: _Optional[str] = ..., seeds: _Optional[_Mapping[str, str]] = ..., secret: _Optional[str] = ...) -> None: ...
 
 class Event(_message.Message):
-    __slots__ = ("type", "player", "card", "total", "cards", "direction", "reason", "tokens", "round", "points", "scores", "winners", "version", "bot", "deadline_ms", "on_timeout", "action", "chain_hash")
+    __slots__ = ("type", "player", "card", "total", "cards", "direction", "reason", "tokens", "round", "points", "scores", "winners", "version", "bot", "deadline_ms", "on_timeout", "action", "chain_hash", "seed")
     class PointsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -293,6 +316,7 @@ class Event(_message.Message):
     ON_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
     ACTION_FIELD_NUMBER: _ClassVar[int]
     CHAIN_HASH_FIELD_NUMBER: _ClassVar[int]
+    SEED_FIELD_NUMBER: _ClassVar[int]
     type: str
     player: str
     card: Card
@@ -311,7 +335,8 @@ class Event(_message.Message):
     on_timeout: str
     action: Action
     chain_hash: str
-    def __init__(self, type: _Optional[str] = ..., player: _Optional[str] = ..., card: _Optional[_Union[Card, str]] = ..., total: _Optional[int] = ..., cards: _Optional[int] = ..., direction: _Optional[int] = ..., reason: _Optional[str] = ..., tokens: _Optional[int] = ..., round: _Optional[int] = ..., points: _Optional[_Mapping[str, int]] = ..., scores: _Optional[_Mapping[str, int]] = ..., winners: _Optional[_Iterable[str]] = ..., version: _Optional[int] = ..., bot: _Optional[str] = ..., deadline_ms: _Optional[int] = ..., on_timeout: _Optional[str] = ..., action: _Optional[_Union[Action, _Mapping]] = ..., chain_hash: _Optional[str] = ...) -> None: ...
+    seed: str
+    def __init__(self, type: _Optional[str] = ..., player: _Optional[str] = ..., card: _Optional[_Union[Card, str]] = ..., total: _Optional[int] = ..., cards: _Optional[int] = ..., direction: _Optional[int] = ..., reason: _Optional[str] = ..., tokens: _Optional[int] = ..., round: _Optional[int] = ..., points: _Optional[_Mapping[str, int]] = ..., scores: _Optional[_Mapping[str, int]] = ..., winners: _Optional[_Iterable[str]] = ..., version: _Optional[int] = ..., bot: _Optional[str] = ..., deadline_ms: _Optional[int] = ..., on_timeout: _Optional[str] = ..., action: _Optional[_Union[Action, _Mapping]] = ..., chain_hash: _Optional[str] = ..., seed: _Optional[str] = ...) -> None: ...
 
 class NewGameRequest(_message.Message):
     __slots__ = ("rules", "players", "seed_int", "seed_text", "deck")
@@ -429,7 +454,7 @@ class SuggestResponse(_message.Message):
     def __init__(self, action: _Optional[_Union[Action, _Mapping]] = ..., bot: _Optional[_Union[Bot, _Mapping]] = ..., stats: _Optional[_Mapping[str, float]] = ...) -> None: ...
 
 class CreateSessionRequest(_message.Message):
-    __slots__ = ("game", "bots", "turn_seconds", "on_timeout", "timeouts_to_bot", "timeout_bot", "ttl_seconds")
+    __slots__ = ("game", "bots", "turn_seconds", "on_timeout", "timeouts_to_bot", "timeout_bot", "ttl_seconds", "fair", "seed_seconds")
     class BotsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -444,6 +469,8 @@ class CreateSessionRequest(_message.Message):
     TIMEOUTS_TO_BOT_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_BOT_FIELD_NUMBER: _ClassVar[int]
     TTL_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    FAIR_FIELD_NUMBER: _ClassVar[int]
+    SEED_SECONDS_FIELD_NUMBER: _ClassVar[int]
     game: NewGameRequest
     bots: _containers.MessageMap[str, Bot]
     turn_seconds: int
@@ -451,7 +478,9 @@ class CreateSessionRequest(_message.Message):
     timeouts_to_bot: int
     timeout_bot: Bot
     ttl_seconds: int
-    def __init__(self, game: _Optional[_Union[NewGameRequest, _Mapping]] = ..., bots: _Optional[_Mapping[str, Bot]] = ..., turn_seconds: _Optional[int] = ..., on_timeout: _Optional[str] = ..., timeouts_to_bot: _Optional[int] = ..., timeout_bot: _Optional[_Union[Bot, _Mapping]] = ..., ttl_seconds: _Optional[int] = ...) -> None: ...
+    fair: bool
+    seed_seconds: int
+    def __init__(self, game: _Optional[_Union[NewGameRequest, _Mapping]] = ..., bots: _Optional[_Mapping[str, Bot]] = ..., turn_seconds: _Optional[int] = ..., on_timeout: _Optional[str] = ..., timeouts_to_bot: _Optional[int] = ..., timeout_bot: _Optional[_Union[Bot, _Mapping]] = ..., ttl_seconds: _Optional[int] = ..., fair: _Optional[bool] = ..., seed_seconds: _Optional[int] = ...) -> None: ...
 
 class CreateSessionResponse(_message.Message):
     __slots__ = ("session_id", "version", "seats", "view", "events", "chain_hash")
@@ -567,6 +596,14 @@ class SetSeatBotResponse(_message.Message):
     VERSION_FIELD_NUMBER: _ClassVar[int]
     version: int
     def __init__(self, version: _Optional[int] = ...) -> None: ...
+
+class SendSeedRequest(_message.Message):
+    __slots__ = ("session_id", "seed")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    SEED_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    seed: str
+    def __init__(self, session_id: _Optional[str] = ..., seed: _Optional[str] = ...) -> None: ...
 
 class GetRecordRequest(_message.Message):
     __slots__ = ("session_id",)

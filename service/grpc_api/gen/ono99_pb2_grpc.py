@@ -322,6 +322,11 @@ class SessionServiceStub:
                 request_serializer=ono99_dot_v1_dot_ono99__pb2.SetSeatBotRequest.SerializeToString,
                 response_deserializer=ono99_dot_v1_dot_ono99__pb2.SetSeatBotResponse.FromString,
                 _registered_method=True)
+        self.SendSeed = channel.unary_unary(
+                '/ono99.v1.SessionService/SendSeed',
+                request_serializer=ono99_dot_v1_dot_ono99__pb2.SendSeedRequest.SerializeToString,
+                response_deserializer=ono99_dot_v1_dot_ono99__pb2.ActResponse.FromString,
+                _registered_method=True)
         self.GetRecord = channel.unary_unary(
                 '/ono99.v1.SessionService/GetRecord',
                 request_serializer=ono99_dot_v1_dot_ono99__pb2.GetRecordRequest.SerializeToString,
@@ -390,6 +395,14 @@ class SessionServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SendSeed(self, request, context):
+        """A fair session's seat sends its seed, once, before the deal (docs/FAIRNESS.md); the
+        answer is an action's (the seed's version, and the deal's when it completes them).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetRecord(self, request, context):
         """The game record, signed: a seat's token gets what the seat may see while the game
         runs and everything once it is over; the service key gets everything.
@@ -442,6 +455,11 @@ def add_SessionServiceServicer_to_server(servicer, server):
                     servicer.SetSeatBot,
                     request_deserializer=ono99_dot_v1_dot_ono99__pb2.SetSeatBotRequest.FromString,
                     response_serializer=ono99_dot_v1_dot_ono99__pb2.SetSeatBotResponse.SerializeToString,
+            ),
+            'SendSeed': grpc.unary_unary_rpc_method_handler(
+                    servicer.SendSeed,
+                    request_deserializer=ono99_dot_v1_dot_ono99__pb2.SendSeedRequest.FromString,
+                    response_serializer=ono99_dot_v1_dot_ono99__pb2.ActResponse.SerializeToString,
             ),
             'GetRecord': grpc.unary_unary_rpc_method_handler(
                     servicer.GetRecord,
@@ -644,6 +662,33 @@ class SessionService:
             '/ono99.v1.SessionService/SetSeatBot',
             ono99_dot_v1_dot_ono99__pb2.SetSeatBotRequest.SerializeToString,
             ono99_dot_v1_dot_ono99__pb2.SetSeatBotResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SendSeed(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ono99.v1.SessionService/SendSeed',
+            ono99_dot_v1_dot_ono99__pb2.SendSeedRequest.SerializeToString,
+            ono99_dot_v1_dot_ono99__pb2.ActResponse.FromString,
             options,
             channel_credentials,
             insecure,
