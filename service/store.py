@@ -595,13 +595,13 @@ class SessionStore:
 
         def work() -> list[Any]:
             pipe = self.client.pipeline(transaction=False)
-            pipe.exists(game)
+            pipe.hmget(game, "version", "deleted")
             pipe.lrange(events_key, first, first + limit - 1)
             pipe.lrange(record, first + 1, first + limit)
             return list(pipe.execute())
 
-        exists, batches, entries = self._call("events", work)
-        if not exists:
+        (version, deleted), batches, entries = self._call("events", work)
+        if version is None or deleted:  # a deleted session's log is read only in its record
             return None
         if len(entries) < len(batches):  # read between the two pushes of a version: never, in one script
             entries = []
