@@ -58,16 +58,17 @@ SERVICE_KEY = "bench-service-key"
 
 
 def gunicorn(app: str, port: int, workers: int, env: dict[str, str],
-             worker_class: str | None = None) -> subprocess.Popen[bytes]:
+             worker_class: str | None = None, root: Path = ROOT) -> subprocess.Popen[bytes]:
     """gunicorn with the same settings for every app: the service's own (service/http_server.py),
-    under its worker class unless ``worker_class`` names another."""
+    under its worker class unless ``worker_class`` names another; ``root``: the checkout
+    whose code it serves (another commit's, in a worktree)."""
     served = http_server.options(Settings(http_port=port, workers=workers, log_level="warning"))
     proc = subprocess.Popen([sys.executable, "-m", "gunicorn", "--workers", str(workers),
                              "--worker-class", worker_class or served["worker_class"],
                              "--worker-connections", str(served["worker_connections"]),
                              "--keep-alive", str(served["keepalive"]), "--bind", served["bind"],
                              "--log-level", "warning", app],
-                            env={**os.environ, **env, "PYTHONPATH": str(ROOT)}, cwd=ROOT)
+                            env={**os.environ, **env, "PYTHONPATH": str(root)}, cwd=root)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         try:
