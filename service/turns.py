@@ -126,6 +126,8 @@ class Turns:
         if (after is not None and after.status != GameStatus.PLAYING
                 and (before is None or before.status == GameStatus.PLAYING)):
             fields["ttl"] = session.ttl + self.record_retention
+            if session.fair is not None:  # the game is over: a fair session's secret is shown (docs/FAIRNESS.md)
+                steps[-1].events.append({"type": "secret_revealed", "secret": session.fair.secret})
         version = session.version if expected is None else expected
         made, hashes = entries((chain or session.chain) or NO_CHAIN, version, steps, now)
         return Change(b"" if after is None else engine.dumps_state(after),

@@ -153,6 +153,9 @@ def test_a_fair_game_of_persons_and_a_bot_deals_from_the_seeds_and_verifies_afte
     logs = http.log.read_text()
     assert revealed not in logs and key.hex() not in logs
 
+    log = requests.get(f"{http.url}/v1/sessions/{sid}/events", headers=auth(seats["ann"]), timeout=10).json()
+    shown = [e for e in log["events"] if e["type"] == "secret_revealed"]
+    assert [e["secret"] for e in shown] == [revealed] and shown[0]["version"] == full["version"]
     record = requests.get(f"{http.url}/v1/sessions/{sid}/record", headers=auth(seats["bob"]), timeout=10).json()
     assert record["fairness"]["secret"] == revealed and record["header"]["initial_state"] is None
     deal = next(v for v in record["versions"] if v["actions"] == [{"type": "deal"}])

@@ -283,7 +283,7 @@ class Fairness(_message.Message):
     def __init__(self, algorithm: _Optional[str] = ..., commitment: _Optional[str] = ..., seeds: _Optional[_Mapping[str, str]] = ..., secret: _Optional[str] = ...) -> None: ...
 
 class Event(_message.Message):
-    __slots__ = ("type", "player", "card", "total", "cards", "direction", "reason", "tokens", "round", "points", "scores", "winners", "version", "bot", "deadline_ms", "on_timeout", "action", "chain_hash", "seed")
+    __slots__ = ("type", "player", "card", "total", "cards", "direction", "reason", "tokens", "round", "points", "scores", "winners", "version", "bot", "deadline_ms", "on_timeout", "action", "chain_hash", "seed", "secret")
     class PointsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -317,6 +317,7 @@ class Event(_message.Message):
     ACTION_FIELD_NUMBER: _ClassVar[int]
     CHAIN_HASH_FIELD_NUMBER: _ClassVar[int]
     SEED_FIELD_NUMBER: _ClassVar[int]
+    SECRET_FIELD_NUMBER: _ClassVar[int]
     type: str
     player: str
     card: Card
@@ -336,7 +337,8 @@ class Event(_message.Message):
     action: Action
     chain_hash: str
     seed: str
-    def __init__(self, type: _Optional[str] = ..., player: _Optional[str] = ..., card: _Optional[_Union[Card, str]] = ..., total: _Optional[int] = ..., cards: _Optional[int] = ..., direction: _Optional[int] = ..., reason: _Optional[str] = ..., tokens: _Optional[int] = ..., round: _Optional[int] = ..., points: _Optional[_Mapping[str, int]] = ..., scores: _Optional[_Mapping[str, int]] = ..., winners: _Optional[_Iterable[str]] = ..., version: _Optional[int] = ..., bot: _Optional[str] = ..., deadline_ms: _Optional[int] = ..., on_timeout: _Optional[str] = ..., action: _Optional[_Union[Action, _Mapping]] = ..., chain_hash: _Optional[str] = ..., seed: _Optional[str] = ...) -> None: ...
+    secret: str
+    def __init__(self, type: _Optional[str] = ..., player: _Optional[str] = ..., card: _Optional[_Union[Card, str]] = ..., total: _Optional[int] = ..., cards: _Optional[int] = ..., direction: _Optional[int] = ..., reason: _Optional[str] = ..., tokens: _Optional[int] = ..., round: _Optional[int] = ..., points: _Optional[_Mapping[str, int]] = ..., scores: _Optional[_Mapping[str, int]] = ..., winners: _Optional[_Iterable[str]] = ..., version: _Optional[int] = ..., bot: _Optional[str] = ..., deadline_ms: _Optional[int] = ..., on_timeout: _Optional[str] = ..., action: _Optional[_Union[Action, _Mapping]] = ..., chain_hash: _Optional[str] = ..., seed: _Optional[str] = ..., secret: _Optional[str] = ...) -> None: ...
 
 class NewGameRequest(_message.Message):
     __slots__ = ("rules", "players", "seed_int", "seed_text", "deck")
