@@ -134,8 +134,8 @@ class SessionRead:
 @dataclass(frozen=True)
 class SessionAnswer:
     """What a session action answers: new version, events and view for the actor, and the
-    chain hash of the version (a receipt: docs/RECORDS.md; None in a session that keeps
-    no record)."""
+    chain hash of the version (a receipt: docs/RECORDS.md; None only in a replay of an
+    answer recorded before records were kept)."""
 
     session_id: str
     version: int

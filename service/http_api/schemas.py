@@ -262,7 +262,8 @@ def ChainHashField() -> fields.String:
     """The chain hash of the answer's version: a receipt the session's record must hold."""
     return fields.String(required=True, allow_none=True, metadata={
         **CHAIN_HASH, "description": "the game record's chain hash at this version (docs/RECORDS.md): keep it "
-                                     "as a receipt; null in a session made before records were kept"})
+                                     "as a receipt; null only in a replay of an answer given before records "
+                                     "were kept"})
 
 
 def EventsField(**kwargs: Any) -> fields.List:  # type: ignore[type-arg]
