@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -172,6 +173,18 @@ def signed_message(final_hash: str) -> bytes:
     return _SIGNATURE_LABEL + bytes.fromhex(final_hash)
 
 
+def new_salts(events: Sequence[Json]) -> dict[str, str]:
+    """A fresh 16-byte salt (hex) for each event a seat may be shown only as its hash
+    (those a spectator may not see: engine.view.hides_card), by the event's index: a
+    hidden drawn card's hash cannot then be matched against the dozen cards it could be."""
+    return {str(k): secrets.token_hex(16) for k, event in enumerate(events) if hides_card(event, None)}
+
+
+def salted(events: Sequence[Json], salts: Mapping[str, str]) -> list[Json]:
+    """``events`` with their salts, each in its event's ``salt`` field."""
+    return [{**event, "salt": salts[str(k)]} if str(k) in salts else event for k, event in enumerate(events)]
+
+
 def start(header: Mapping[str, Json], at_ms: int, events: Sequence[Json] = ()) -> dict[str, Json]:
     """A new record: the header, and version 1 (the game as created, by the service)."""
     record: dict[str, Json] = {"format": FORMAT, "format_version": FORMAT_VERSION, "header": dict(header),
@@ -184,8 +197,9 @@ def add_version(record: dict[str, Json], at_ms: int, by: str, player: str | None
                 events: Sequence[Json]) -> str:
     """Append the next version (``by``: person, bot, timer or service; the actions it
     applied, in order) and return its chain hash."""
+    events = salted(events, new_salts(events))
     version: dict[str, Json] = {"version": len(record["versions"]) + 1, "at_ms": at_ms, "by": by,
-                                "player": player, "actions": list(actions), "events": list(events)}
+                                "player": player, "actions": list(actions), "events": events}
     version["hash"] = version_hash(record["final_hash"], version_meta(version), events)
     record["versions"].append(version)
     record["final_hash"] = version["hash"]
@@ -367,8 +381,11 @@ def _hides_anything(record: Mapping[str, Json]) -> bool:
 
 def engine_events(events: Iterable[Json]) -> list[Json]:
     """The events the engine made (the service's own, such as turn timers', left out),
-    without the session version they carry."""
-    return [{k: v for k, v in e.items() if k != "version"} for e in events if e.get("type") in EVENT_FIELDS]
+    without what a session and a record add to them (version, chain hash, salt)."""
+    return [{k: v for k, v in e.items() if k not in _ADDED} for e in events if e.get("type") in EVENT_FIELDS]
+
+
+_ADDED: Final = frozenset({"version", "chain_hash", "salt"})
 
 
 def _replay(record: Mapping[str, Json]) -> GameState | None:
@@ -438,8 +455,10 @@ __all__ = [
     "engine_events",
     "header_hash",
     "hide",
+    "new_salts",
     "outcome",
     "redacted",
+    "salted",
     "sealed",
     "signed_message",
     "start",

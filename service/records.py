@@ -87,7 +87,7 @@ def assemble(stored: StoredRecord, viewer: str | None, signer: RecordSigner) -> 
     versions = []
     for entry, events in zip(stored.entries[1:], stored.events, strict=True):
         version = _decode.decode(entry)
-        version["events"] = _decode.decode(events)
+        version["events"] = records.salted(_decode.decode(events), version.pop("salts", {}))
         versions.append(version)
     state = engine.loads_state(stored.state) if stored.state else None  # none while seeding
     ended = stored.deleted or (state is not None and state.status != GameStatus.PLAYING)

@@ -60,8 +60,9 @@ def entries(chain: str, version: int, steps: list[Step], at_ms: int) -> tuple[li
     made, hashes = [], []
     for number, step in enumerate(steps, start=version + 1):
         meta = {"version": number, "at_ms": at_ms, "by": step.by, "player": step.player, "actions": step.actions}
-        chain = records.version_hash(chain, meta, step.events)
-        made.append(_json.encode({**meta, "hash": chain}))
+        salts = records.new_salts(step.events)  # kept in the entry: the stored events stay as the API shows them
+        chain = records.version_hash(chain, meta, records.salted(step.events, salts))
+        made.append(_json.encode({**meta, "hash": chain, **({"salts": salts} if salts else {})}))
         hashes.append(chain)
     return made, hashes
 

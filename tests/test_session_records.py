@@ -19,7 +19,8 @@ import redis
 import requests
 from jsonschema import Draft202012Validator
 
-from engine.records import RECORD_SCHEMA, version_hash, version_meta
+from engine.cards import CARD_CODES
+from engine.records import RECORD_SCHEMA, digest, version_hash, version_meta
 from service.grpc_api.gen import ono99_pb2 as pb
 from service.grpc_api.gen import ono99_pb2_grpc as pb_grpc
 from service.ports import free_port
@@ -116,6 +117,9 @@ def test_a_game_of_persons_a_bot_and_a_timer_verifies_with_its_receipts_and_the_
         assert all("card" not in e for e in drawn if e["player"] != viewer)
         assert all("card" in e for e in drawn if e["player"] == viewer)
         assert any(e["player"] != viewer for e in drawn)  # there was something to hide
+        for hidden in (e for e in drawn if "hidden" in e):  # salted: no card code gives its hash
+            assert not any(digest({"type": "drew", "player": hidden["player"], "card": c}) == hidden["hidden"]
+                           for c in CARD_CODES)
         shared = min(len(mine["versions"]), len(full["versions"]))
         assert [v["hash"] for v in mine["versions"][:shared]] == [v["hash"] for v in full["versions"][:shared]]
         code, out = verify(tmp_path, mine, "--key", RECORD_PUBLIC)
