@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from .codec import decode_state
 from .deal import new_game
@@ -43,6 +43,7 @@ SIGNATURE_ALGORITHM: Final = "ed25519"
 FORFEIT: Final = "forfeit"  # an action of a record that is no move: a timer's forfeit (R-TIME-1)
 DEAL: Final = "deal"  # a fair session's deal, from its rules, seats and master key (docs/FAIRNESS.md)
 SEED_SENT: Final = "seed_sent"  # the event of a seat's seed in a fair session
+SECRET_REVEALED: Final = "secret_revealed"  # the event of the version that ends a fair game
 
 Json = Any  # a JSON value: dict, list, str, int, float, bool or None
 
@@ -57,7 +58,8 @@ RECORD_SCHEMA: Final[dict[str, Json]] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "title": "ONO 99 game record, format version 1 (docs/RECORDS.md)",
     "type": "object",
-    "required": ["format", "format_version", "header", "versions", "final_hash", "outcome", "fairness"],
+    "required": ["format", "format_version", "header", "versions", "final_hash", "outcome", "fairness",
+                 "signature"],
     "additionalProperties": False,
     "properties": {
         "format": {"const": "ono99-record"},
@@ -96,7 +98,7 @@ RECORD_SCHEMA: Final[dict[str, Json]] = {
                 "at_ms": {"type": "integer"},
                 "by": {"enum": ["person", "bot", "timer", "service"]},
                 "player": {"type": ["string", "null"]},
-                "actions": {"type": "array", "items": {"type": "object", "required": ["type", "player"]}},
+                "actions": {"type": "array", "items": {"type": "object", "required": ["type"]}},
                 "events": {"type": "array", "items": {"anyOf": [_HIDDEN, {
                     "type": "object", "required": ["type"], "properties": {"type": {"type": "string"}}}]}},
                 "hash": _HEX64,
@@ -135,22 +137,34 @@ def digest(value: Json) -> str:
     return hashlib.sha256(canonical(value)).hexdigest()
 
 
+_SHOWN: Final = ("type", "player")  # what a hidden event keeps readable (covered by its hash)
+
+
+def is_hidden(value: Json) -> bool:
+    """Whether ``value`` is a hidden part: ``{"hidden": <hex>}``, with an event's type and
+    player beside it."""
+    return isinstance(value, dict) and "hidden" in value and set(value) <= {"hidden", *_SHOWN}
+
+
+def hide(value: Mapping[str, Json]) -> dict[str, Json]:
+    """``value`` as a reader who may not see it gets it: its digest, with an event's type
+    and player readable."""
+    return {**{k: value[k] for k in _SHOWN if k in value}, "hidden": digest(value)}
+
+
 def sealed(value: Json) -> str:
-    """The hash a part stands for: the hash it carries if hidden, else its own digest."""
-    if isinstance(value, dict) and set(value) <= {"hidden", "type", "player"} and "hidden" in value:
-        return str(value["hidden"])
-    return digest(value)
-
-
-def hide(value: Json, *keep: str) -> dict[str, Json]:
-    """``value`` replaced by its hash, keeping the named fields readable."""
-    return {**{k: value[k] for k in keep if k in value}, "hidden": digest(value)}
+    """The hash a part counts by in the chain: the digest of its hidden form, so that a
+    part and the same part hidden count alike, and a hidden part's readable type and
+    player cannot be changed either."""
+    return digest(value if is_hidden(value) else hide(value))
 
 
 def header_hash(header: Mapping[str, Json]) -> str:
     """The chain's start: SHA-256 of a label and the header's digest, its initial state
-    counted by its hash (so a header with the state hidden has the same hash)."""
-    body = {**header, "initial_state": {"hidden": sealed(header["initial_state"])}}
+    counted by its sealed hash (so a header with the state hidden has the same hash; a
+    fair session's null state stays null)."""
+    initial = header["initial_state"]
+    body = {**header, "initial_state": None if initial is None else sealed(initial)}
     return hashlib.sha256(_HEADER_LABEL + bytes.fromhex(digest(body))).hexdigest()
 
 
@@ -168,9 +182,17 @@ def version_hash(previous: str, meta: Mapping[str, Json], events: Iterable[Json]
     return h.hexdigest()
 
 
-def signed_message(final_hash: str) -> bytes:
-    """What a record's signature signs: a label and the 32 bytes of its final hash."""
-    return _SIGNATURE_LABEL + bytes.fromhex(final_hash)
+def signed_message(record: Mapping[str, Json]) -> bytes:
+    """What a record's signature signs: a label, the 32 bytes of its final hash, and the
+    32 bytes of the digest of ``{"outcome", "fairness"}``, the parts outside the chain."""
+    rest = digest({"outcome": record["outcome"], "fairness": record["fairness"]})
+    return _SIGNATURE_LABEL + bytes.fromhex(record["final_hash"]) + bytes.fromhex(rest)
+
+
+def sign(record: Mapping[str, Json], key: Ed25519PrivateKey) -> dict[str, Json]:
+    """A record's ``signature`` block by ``key`` (Ed25519, RFC 8032)."""
+    public = key.public_key().public_bytes_raw().hex()
+    return {"algorithm": SIGNATURE_ALGORITHM, "public_key": public, "value": key.sign(signed_message(record)).hex()}
 
 
 def new_salts(events: Sequence[Json]) -> dict[str, str]:
@@ -211,8 +233,8 @@ def redacted(record: Mapping[str, Json], viewer: str | None) -> dict[str, Json]:
     initial state hidden, and each event as the view hides it (engine.view.hides_card);
     a part hidden already stays as it is."""
     initial = record["header"]["initial_state"]
-    header = {**record["header"], "initial_state": None if initial is None else {"hidden": sealed(initial)}}
-    versions = [{**v, "events": [hide(e, "type", "player") if "hidden" not in e and hides_card(e, viewer) else e
+    header = {**record["header"], "initial_state": initial if initial is None or is_hidden(initial) else hide(initial)}
+    versions = [{**v, "events": [hide(e) if not is_hidden(e) and hides_card(e, viewer) else e
                                  for e in v["events"]]}
                 for v in record["versions"]]
     return {**record, "header": header, "versions": versions}
@@ -260,8 +282,7 @@ def verify(record: Mapping[str, Json], receipts: Sequence[tuple[int, str]] = (),
         run("format", lambda: _format(record))
         hashes = run("chain", lambda: _chain(record))
         run("final hash", lambda: _final(record, hashes))
-        if key is not None or "signature" in record:
-            run("signature", lambda: _signature(record, key))
+        run("signature", lambda: _signature(record, key))
         for version, expected in receipts:
             run(f"receipt {version}", lambda v=version, e=expected: _receipt(hashes, v, e))
         fair = record["header"]["fairness"]
@@ -269,10 +290,11 @@ def verify(record: Mapping[str, Json], receipts: Sequence[tuple[int, str]] = (),
         if fair is not None:
             secret = run("commitment", lambda: _commitment(record))
             run("seeds", lambda: _seeds(record))
-        if _hides_anything(record):
-            checks.append(Check("replay", True, "skipped: the record hides cards from its reader"))
-        elif fair is not None and secret is None:
-            checks.append(Check("replay", True, "skipped: the secret is not revealed yet (the game runs)"))
+        skipped = ("the record hides cards from its reader" if _hides_anything(record) else
+                   "the secret is not revealed yet (the game runs)" if fair is not None and secret is None else "")
+        if skipped:
+            checks.append(Check("replay", True, f"skipped: {skipped}"))
+            checks.append(Check("outcome", True, "skipped: no replay (the signature covers it)"))
         else:
             final = run("replay", lambda: _replay(record))
             run("outcome", lambda: _outcome(record, final))
@@ -281,9 +303,22 @@ def verify(record: Mapping[str, Json], receipts: Sequence[tuple[int, str]] = (),
     return checks
 
 
+_TOP: Final = frozenset(RECORD_SCHEMA["required"])
+_VERSION: Final = frozenset(RECORD_SCHEMA["properties"]["versions"]["items"]["required"])
+
+
 def _format(record: Mapping[str, Json]) -> str:
-    if record.get("format") != FORMAT or record.get("format_version") != FORMAT_VERSION:
+    version = record.get("format_version")
+    if record.get("format") != FORMAT or type(version) is not int or version != FORMAT_VERSION:
         raise _Failed("format", f"not {FORMAT} version {FORMAT_VERSION}")
+    if set(record) != _TOP:
+        raise _Failed("format", f"a record holds {', '.join(sorted(_TOP))}; this one "
+                      f"{', '.join(sorted(set(record)))}")
+    for version in record["versions"]:
+        if not isinstance(version, dict) or set(version) != _VERSION:
+            raise _Failed("format", f"a version holds {', '.join(sorted(_VERSION))}")
+    if (record["fairness"] is None) != (record["header"]["fairness"] is None):
+        raise _Failed("format", "a fairness block belongs to a fair record, and only to one")
     return f"{FORMAT} {FORMAT_VERSION}"
 
 
@@ -310,7 +345,7 @@ def _final(record: Mapping[str, Json], hashes: list[str]) -> str:
 
 
 def _signature(record: Mapping[str, Json], key: str | None) -> str:
-    signature = record.get("signature")
+    signature = record["signature"]
     if not isinstance(signature, dict):
         raise _Failed("signature", "the record is not signed")
     if signature["algorithm"] != SIGNATURE_ALGORITHM:
@@ -319,9 +354,10 @@ def _signature(record: Mapping[str, Json], key: str | None) -> str:
         raise _Failed("signature", f"signed by key {signature['public_key']}, not by {key.lower()}")
     try:
         public = Ed25519PublicKey.from_public_bytes(bytes.fromhex(signature["public_key"]))
-        public.verify(bytes.fromhex(signature["value"]), signed_message(record["final_hash"]))
+        public.verify(bytes.fromhex(signature["value"]), signed_message(record))
     except (InvalidSignature, ValueError):
-        raise _Failed("signature", "the signature does not sign the final hash with its key") from None
+        raise _Failed("signature", "the signature does not sign the final hash, outcome and fairness block "
+                      "with its key") from None
     return f"by {signature['public_key']}" + ("" if key is not None else " (the record's own key: pass --key "
                                                                           "to check it is the service's)")
 
@@ -342,6 +378,10 @@ def _commitment(record: Mapping[str, Json]) -> str | None:
         raise _Failed("commitment", f"not shuffled by {ALGORITHM}")
     if shown["commitment"] != promised["commitment"]:
         raise _Failed("commitment", "the fairness block's commitment is not the header's")
+    told = [e["secret"] for v in record["versions"] for e in v["events"]
+            if isinstance(e, dict) and e.get("type") == SECRET_REVEALED]
+    if told and told != [shown["secret"]]:
+        raise _Failed("commitment", "the chain reveals a secret the fairness block does not hold")
     if shown["secret"] is None:
         return None
     if commitment(bytes.fromhex(shown["secret"])) != promised["commitment"]:
@@ -376,7 +416,7 @@ def _dealt(record: Mapping[str, Json]) -> tuple[GameState, list[Json]]:
 
 def _hides_anything(record: Mapping[str, Json]) -> bool:
     parts = [record["header"]["initial_state"], *(e for v in record["versions"] for e in v["events"])]
-    return any(isinstance(p, dict) and "hidden" in p for p in parts)
+    return any(is_hidden(p) for p in parts)
 
 
 def engine_events(events: Iterable[Json]) -> list[Json]:
@@ -447,6 +487,7 @@ __all__ = [
     "FORMAT",
     "FORMAT_VERSION",
     "RECORD_SCHEMA",
+    "SECRET_REVEALED",
     "SEED_SENT",
     "Check",
     "add_version",
@@ -455,11 +496,13 @@ __all__ = [
     "engine_events",
     "header_hash",
     "hide",
+    "is_hidden",
     "new_salts",
     "outcome",
     "redacted",
     "salted",
     "sealed",
+    "sign",
     "signed_message",
     "start",
     "verify",

@@ -121,6 +121,15 @@ class SessionCreated:
 
 
 @dataclass(frozen=True)
+class Versioned:
+    """What a change that answers no view answers (a seat's hand-over): the session's
+    version after it, and that version's chain hash (a receipt)."""
+
+    version: int
+    chain_hash: str | None
+
+
+@dataclass(frozen=True)
 class SessionRead:
     """A session as a caller may read it: a seat's view, or for the service key the
     spectator's view and the full state."""

@@ -29,6 +29,7 @@ from .answers import (
     SessionRead,
     SessionViewDoc,
     Then,
+    Versioned,
     seeding_view,
     session_view,
 )
@@ -404,7 +405,8 @@ class Application:
         """A hint for the caller's seat (see SeatOperations.suggest)."""
         return self.seats.suggest(session_id, token, bot, player)
 
-    def set_seat_bot(self, session_id: str, token: str | None, player: str, bot: BotSettings | None) -> Then[int]:
+    def set_seat_bot(self, session_id: str, token: str | None, player: str,
+                     bot: BotSettings | None) -> Then[Versioned]:
         """Hand a seat to a bot, or back (see SeatOperations.set_bot)."""
         return self.seats.set_bot(session_id, token, player, bot)
 

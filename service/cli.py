@@ -355,11 +355,11 @@ def verify(args: argparse.Namespace) -> int:
     try:
         with open(args.record, encoding="utf-8") as file:
             record = json.load(file)
-    except (OSError, ValueError) as exc:
-        print(f"ono99 verify: {args.record}: {exc}", file=sys.stderr)
+    except (OSError, ValueError, RecursionError) as exc:
+        print(f"ono99 verify: {args.record}: {type(exc).__name__}: {str(exc)[:200]}", file=sys.stderr)
         return 2
-    if not isinstance(record, dict):
-        print(f"ono99 verify: {args.record}: not a JSON object", file=sys.stderr)
+    if not isinstance(record, dict) or "format" not in record:
+        print(f"ono99 verify: {args.record}: not a game record (a JSON object with a format)", file=sys.stderr)
         return 2
     checks = verify_record(record, args.receipt, args.key)
     for c in checks:

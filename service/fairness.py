@@ -25,6 +25,7 @@ from engine.state import GameStatus
 from .errors import ServiceError
 
 SEED_SECONDS_DEFAULT = 30
+_HEX = frozenset("0123456789abcdef")
 HIDDEN_SEED = "hidden-until-the-game-is-over"  # a fair game's seed in a state shown while it runs
 
 
@@ -84,10 +85,8 @@ def parse_seed(value: object) -> str:
     if not isinstance(value, str) or not 2 * low <= len(value) <= 2 * high or len(value) % 2:
         raise ServiceError("invalid_request", f"seed must be {low} to {high} bytes in hex "
                            f"({2 * low} to {2 * high} hex digits)", field="seed")
-    try:
-        bytes.fromhex(value)
-    except ValueError:
-        raise ServiceError("invalid_request", "seed must be hex digits only", field="seed") from None
+    if not _HEX.issuperset(value.lower()):  # bytes.fromhex would skip spaces
+        raise ServiceError("invalid_request", "seed must be hex digits only", field="seed")
     return value.lower()
 
 

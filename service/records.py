@@ -33,8 +33,8 @@ ENGINE = {"name": "ono99", "version": importlib.metadata.version("ono99")}
 
 
 class RecordSigner:
-    """Signs a record's final hash with the deployment's Ed25519 key (ONO99_RECORD_KEY:
-    the private key's 32 bytes as 64 hex digits; see engine.records.signed_message)."""
+    """Signs records with the deployment's Ed25519 key (ONO99_RECORD_KEY: the private
+    key's 32 bytes as 64 hex digits; see engine.records.signed_message)."""
 
     def __init__(self, private_hex: str) -> None:
         try:
@@ -46,10 +46,9 @@ class RecordSigner:
         self._key = Ed25519PrivateKey.from_private_bytes(raw)
         self.public_key = self._key.public_key().public_bytes_raw().hex()
 
-    def signature(self, final_hash: str) -> dict[str, str]:
-        """The record's ``signature`` block for ``final_hash``."""
-        value = self._key.sign(records.signed_message(final_hash)).hex()
-        return {"algorithm": records.SIGNATURE_ALGORITHM, "public_key": self.public_key, "value": value}
+    def signature(self, record: dict[str, Any]) -> dict[str, Any]:
+        """The record's ``signature`` block (engine.records.sign)."""
+        return records.sign(record, self._key)
 
 
 def header(state: GameState, bots: dict[str, BotSettings], timer: TurnTimer | None, created_ms: int,
@@ -98,5 +97,5 @@ def assemble(stored: StoredRecord, viewer: str | None, signer: RecordSigner) -> 
                               "outcome": None if state is None else records.outcome(state), "fairness": shown}
     if viewer is not None and not ended:
         record = records.redacted(record, viewer)
-    record["signature"] = signer.signature(record["final_hash"])
+    record["signature"] = signer.signature(record)
     return record

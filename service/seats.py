@@ -13,7 +13,7 @@ from engine.actions import PLAYER_ID
 from engine.bots import BotSettings, Suggestion
 
 from .admission import Admission
-from .answers import Then
+from .answers import Then, Versioned
 from .bots import Bots, bots_due, keeps_a_person
 from .errors import ServiceError, engine_call
 from .sessions import Decision, Sessions
@@ -48,16 +48,19 @@ class SeatOperations:
             self.admission.check_action(self.sessions.store, session_id, caller)  # a hint costs like an action
         return self.bots.choose(view, settings)
 
-    def set_bot(self, session_id: str, token: str | None, player: str, settings: BotSettings | None) -> Then[int]:
+    def set_bot(self, session_id: str, token: str | None, player: str,
+                settings: BotSettings | None) -> Then[Versioned]:
         """Hand ``player``'s seat to a bot (``settings`` None: back to its person), by that
         seat's token or the service key, as a version of its own (event
         ``seat_changed``); the bot moves at once when the seat has an action. Answers
-        the hand-over's version (the session's, unchanged, when there was nothing to do)."""
+        the hand-over's version and chain hash (the session's, unchanged, when there was
+        nothing to do: the seat is its person's already, or that bot's with those
+        settings)."""
         if not PLAYER_ID.fullmatch(player):  # never echo a caller's 100 KB name
             raise ServiceError("invalid_request", "a player id is 1 to 64 letters, digits, '_' or '-'",
                                field="player")
 
-        def decide(session: Session, caller: str | None, attempt: int) -> Decision[Then[int]]:
+        def decide(session: Session, caller: str | None, attempt: int) -> Decision[Then[Versioned]]:
             if caller is not None and caller != player:
                 raise ServiceError("forbidden", f"this seat token belongs to {caller!r}, not to {player!r}",
                                    player=caller)
@@ -68,11 +71,13 @@ class SeatOperations:
                 raise ServiceError("invalid_request", f"{player!r} does not play in this session", field="player")
             if settings is None:
                 if player not in session.bots:
-                    return Decision(Then)  # the person has the seat already
+                    return Decision(lambda version: Then(Versioned(version, session.chain)))  # the person has it
                 if player not in session.people():
                     raise ServiceError("invalid_request", f"{player!r} was made a bot seat: no person holds it",
                                        field="player")
                 bots, timeouts, event = back_to_person(session, player)
+            elif session.bots.get(player) == settings:
+                return Decision(lambda version: Then(Versioned(version, session.chain)))  # that bot has it already
             else:
                 bots, timeouts = {**session.bots, player: settings}, None
                 if not keeps_a_person(session.people(), bots):
@@ -87,15 +92,16 @@ class SeatOperations:
         return self.sessions.change(session_id, decide, token)
 
     def _handed_over(self, session_id: str, player: str, state: engine.GameState, bots: dict[str, Any],
-                     chain: str, version: int) -> Then[int]:
+                     chain: str, version: int) -> Then[Versioned]:
         log.info("seat changed", extra={"session_id": session_id, "version": version, "player": player})
+        handed = Versioned(version, chain)
         if not bots_due(state, bots):
-            return Then(version)
-        return Then(version, functools.partial(self._bots_after_handover, session_id, version, chain, state))
+            return Then(handed)
+        return Then(handed, functools.partial(self._bots_after_handover, session_id, handed, state))
 
-    def _bots_after_handover(self, session_id: str, version: int, chain: str, state: engine.GameState) -> int:
-        self.turns.bots_play(session_id, self.sessions.load(session_id), version, chain, state)
-        return version
+    def _bots_after_handover(self, session_id: str, handed: Versioned, state: engine.GameState) -> Versioned:
+        self.turns.bots_play(session_id, self.sessions.load(session_id), handed.version, handed.chain_hash, state)
+        return handed
 
     def hand_back(self, session_id: str, session: Session, player: str) -> None:
         """Give ``player``'s seat, which a timer handed to a bot, back to its person at the

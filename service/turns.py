@@ -128,7 +128,7 @@ class Turns:
                 and (before is None or before.status == GameStatus.PLAYING)):
             fields["ttl"] = session.ttl + self.record_retention
             if session.fair is not None:  # the game is over: a fair session's secret is shown (docs/FAIRNESS.md)
-                steps[-1].events.append({"type": "secret_revealed", "secret": session.fair.secret})
+                steps[-1].events.append({"type": records.SECRET_REVEALED, "secret": session.fair.secret})
         version = session.version if expected is None else expected
         made, hashes = entries((chain or session.chain) or NO_CHAIN, version, steps, now)
         return Change(b"" if after is None else engine.dumps_state(after),

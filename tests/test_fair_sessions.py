@@ -16,9 +16,12 @@ import time
 import grpc
 import pytest
 import requests
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from jsonschema import Draft202012Validator
 
 from engine import new_game
 from engine.fairness import master_key
+from engine.records import RECORD_SCHEMA, sign
 from engine.shuffle import fair_seed
 from service.grpc_api.gen import ono99_pb2 as pb
 from service.grpc_api.gen import ono99_pb2_grpc as pb_grpc
@@ -28,6 +31,7 @@ from tests.conftest import ROOT, SERVICE_KEY, RunningServer, start_grpc, start_h
 pytestmark = pytest.mark.slow
 ENV = {"ONO99_CREATES_PER_MINUTE": "0", "ONO99_ACTIONS_PER_SECOND": "0",
        "ONO99_RECORD_KEY": "4ccd089b28ff96da9db6c346ec114e0f5b8a319f35aba624da8cf6ed4fb8a6fb"}
+FORGER = Ed25519PrivateKey.generate()
 SEED_ANN, SEED_BOB = "a1" * 16, "B2" * 32  # 16 and 64 bytes; either case is taken
 
 
@@ -104,7 +108,7 @@ def test_a_fair_game_of_persons_and_a_bot_deals_from_the_seeds_and_verifies_afte
     assert hint.status_code == 409 and hint.json()["code"] == "not_dealt"
 
     # Seeds: malformed ones, the service key's and a second one from a seat are refused.
-    for bad in ("ab" * 15, "ab" * 65, "zz" * 16, "abc" * 11, 12345, None):
+    for bad in ("ab" * 15, "ab" * 65, "zz" * 16, "abc" * 11, 12345, None, " " * 32, "00 " * 12, "0x" + "ab" * 15):
         answer = seed(http, sid, seats["ann"], bad)
         assert answer.status_code == 400 and answer.json()["code"] == "invalid_request", (bad, answer.text)
     assert seed(http, sid, SERVICE_KEY, SEED_ANN).status_code == 403
@@ -157,6 +161,7 @@ def test_a_fair_game_of_persons_and_a_bot_deals_from_the_seeds_and_verifies_afte
     shown = [e for e in log["events"] if e["type"] == "secret_revealed"]
     assert [e["secret"] for e in shown] == [revealed] and shown[0]["version"] == full["version"]
     record = requests.get(f"{http.url}/v1/sessions/{sid}/record", headers=auth(seats["bob"]), timeout=10).json()
+    Draft202012Validator(RECORD_SCHEMA).validate(record)
     assert record["fairness"]["secret"] == revealed and record["header"]["initial_state"] is None
     deal = next(v for v in record["versions"] if v["actions"] == [{"type": "deal"}])
     assert deal["by"] == "person" or deal["by"] == "service"
@@ -169,14 +174,20 @@ def test_a_fair_game_of_persons_and_a_bot_deals_from_the_seeds_and_verifies_afte
     for check in ("commitment", "seeds", "replay", "outcome", "signature"):
         assert f"ok   {check}" in out, out
 
-    # Each tampering with the fairness part is caught.
+    # Each tampering with the fairness part is caught: by the service's signature, which
+    # covers the fairness block, and when a forger signs again with its own key, by the
+    # check of the part.
     for change, check in [(lambda r: r["fairness"].update(secret="00" * 32), "commitment"),
+                          (lambda r: r["fairness"].update(secret=None), "commitment"),
                           (lambda r: r["fairness"]["seeds"].update(ann="cd" * 16), "seeds"),
                           (lambda r: r["header"]["fairness"].update(commitment="ee" * 32), "chain"),
                           (lambda r: next(e for v in r["versions"] for e in v["events"]
                                           if e["type"] == "seed_sent").update(seed="cd" * 16), "chain")]:
         forged = copy.deepcopy(record)
         change(forged)
+        code, out = verify(tmp_path, forged)
+        assert code == 1 and f"FAIL {'signature' if check != 'chain' else check}" in out, out
+        forged["signature"] = sign(forged, FORGER)
         code, out = verify(tmp_path, forged)
         assert code == 1 and f"FAIL {check}" in out, out
 
@@ -254,7 +265,8 @@ def test_a_fair_session_over_grpc_seeds_deals_and_gives_its_record(servers):
             sessions.SendSeed(pb.SendSeedRequest(session_id=made.session_id, seed="xy"), metadata=ann, timeout=10)
         assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
         with pytest.raises(grpc.RpcError) as early:
-            sessions.Act(pb.ActRequest(session_id=made.session_id, action=pb.Action(player="ann", type=pb.ACTION_TYPE_DRAW)),
+            draw = pb.Action(player="ann", type=pb.ACTION_TYPE_DRAW)
+            sessions.Act(pb.ActRequest(session_id=made.session_id, action=draw),
                          metadata=ann, timeout=10)
         assert early.value.code() == grpc.StatusCode.FAILED_PRECONDITION
         sent = sessions.SendSeed(pb.SendSeedRequest(session_id=made.session_id, seed=SEED_ANN), metadata=ann,

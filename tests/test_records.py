@@ -8,6 +8,7 @@ import copy
 import random
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from engine import apply, encode_state, format_action, legal_actions, new_game
 from engine.leaving import forfeit
@@ -17,6 +18,7 @@ from engine.records import (
     header_hash,
     outcome,
     redacted,
+    sign,
     start,
     verify,
     version_hash,
@@ -24,6 +26,8 @@ from engine.records import (
 )
 
 PLAYERS = ["ann", "bob", "cy"]
+KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
+FORGER = Ed25519PrivateKey.from_private_bytes(bytes(range(1, 33)))
 
 
 def played(rules: dict, seed: int, forfeit_at: int | None = None) -> tuple[dict, list[tuple[int, str]]]:
@@ -50,6 +54,7 @@ def played(rules: dict, seed: int, forfeit_at: int | None = None) -> tuple[dict,
         receipts.append((step + 1, add_version(record, 1000 + step, "person", action.player,
                                                [format_action(action)], events)))
     record["outcome"] = outcome(state)
+    record["signature"] = sign(record, KEY)
     return record, receipts
 
 
@@ -83,6 +88,18 @@ def _flip_card(record: dict) -> None:
                 return
 
 
+def _resign(record: dict) -> None:
+    record["signature"] = sign(record, FORGER)
+
+
+def _relabel_hidden(record: dict) -> None:
+    """A drawn card hidden as a seat sees it, then its readable type changed."""
+    hidden = redacted(record, "ann")
+    part = next(e for v in hidden["versions"] for e in v["events"] if "hidden" in e)
+    part["type"] = "game_over"
+    record.update(hidden)
+
+
 def _rehash(record: dict) -> None:
     """What a forger would do after a change: recompute every hash."""
     previous = header_hash(record["header"])
@@ -110,15 +127,32 @@ def _change_action(record: dict) -> None:
     (lambda r: r["versions"].pop(5), "chain"),
     (lambda r: r.update(final_hash="0" * 64), "final hash"),
     (lambda r: r.update(format_version=2), "format"),
-    (lambda r: (_flip_card(r), _rehash(r)), "replay"),
-    (lambda r: (_change_action(r), _rehash(r)), "replay"),
-    (lambda r: r["outcome"].update(winners=["nobody"]), "outcome"),
+    (lambda r: (_flip_card(r), _rehash(r)), "signature"),
+    (lambda r: (_flip_card(r), _rehash(r), _resign(r)), "replay"),
+    (lambda r: (_change_action(r), _rehash(r), _resign(r)), "replay"),
+    (lambda r: r["outcome"].update(winners=["nobody"]), "signature"),
+    (lambda r: (r["outcome"].update(winners=["nobody"]), _resign(r)), "outcome"),
+    (lambda r: r.update(fairness={"algorithm": "ono99-fair-1", "commitment": "0" * 64, "seeds": {},
+                                  "secret": None}), "format"),
+    (lambda r: r.pop("signature"), "format"),
+    (lambda r: r.update(format_version=True), "format"),
+    (lambda r: r.update(extra=1), "format"),
+    (lambda r: r["versions"][2].update(note="x"), "format"),
+    (_relabel_hidden, "chain"),
 ])
 def test_each_tampering_is_caught_by_its_check(game, tamper, check):
+    """Each tampering fails the check that catches it first: the chain, the signature (the
+    service's own covers the final hash, the outcome and the fairness block), or, for a
+    forger who rehashed and signed again with a key of its own, the replay."""
     record = copy.deepcopy(game)
     tamper(record)
     assert failed(verify(record)) is not None
     assert failed(verify(record))[0] == check, verify(record)
+
+
+def test_another_key_than_the_services_fails_the_signature(game):
+    assert failed(verify(game, key=KEY.public_key().public_bytes_raw().hex())) is None
+    assert failed(verify(game, key=FORGER.public_key().public_bytes_raw().hex()))[0] == "signature"
 
 
 def test_a_receipt_the_record_does_not_hold_fails():
@@ -139,7 +173,8 @@ def test_a_seats_redacted_record_hides_what_it_may_not_see_and_still_verifies_it
                     assert "card" not in event and "hidden" in event
         checks = verify(shown)
         assert failed(checks) is None, checks
-        assert checks[-1].name == "replay" and "skipped" in checks[-1].detail
+        assert [(c.name, c.detail.split(":")[0]) for c in checks[-2:]] == [("replay", "skipped"),
+                                                                           ("outcome", "skipped")]
         assert shown["final_hash"] == game["final_hash"]
 
 

@@ -12,7 +12,7 @@ import msgspec
 
 from .. import metrics
 from ..admission import Caller
-from ..answers import SessionAnswer, SessionCreated, Then
+from ..answers import SessionAnswer, SessionCreated, Then, Versioned
 from ..application import Application, bearer_token
 from ..errors import ServiceError
 from ..live import LiveVersions
@@ -198,11 +198,11 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
                          context: grpc.aio.ServicerContext) -> pb.SetSeatBotResponse:
         token = SEAT_TOKEN.get()
 
-        def work() -> Then[int]:
+        def work() -> Then[Versioned]:
             bot = self.app.bot(convert.bot_doc(request.bot)) if request.HasField("bot") else None
             return self.app.set_seat_bot(request.session_id, token, request.player, bot)
-        version: int = await self._finish(context, await self.calls.answer(context, work))
-        return pb.SetSeatBotResponse(version=version)
+        handed: Versioned = await self._finish(context, await self.calls.answer(context, work))
+        return pb.SetSeatBotResponse(version=handed.version, chain_hash=handed.chain_hash or "")
 
     async def GetRecord(self, request: pb.GetRecordRequest,
                         context: grpc.aio.ServicerContext) -> pb.GetRecordResponse:

@@ -65,6 +65,14 @@ RULES_EXAMPLES = [{"edition": "2022"}, {"edition": "1980", "scoring": "points", 
                   {"edition": "1980", "draw": "manual", "scoring": "tokens", "tokens": 3}]
 
 
+def ChainHashField() -> fields.String:
+    """The chain hash of the answer's version: a receipt the session's record must hold."""
+    return fields.String(required=True, allow_none=True, metadata={
+        **CHAIN_HASH, "description": "the game record's chain hash at this version (docs/RECORDS.md): keep it "
+                                     "as a receipt; null only in a replay of an answer given before records "
+                                     "were kept"})
+
+
 class Strict(ma.Schema):
     """Unknown fields are refused (API.md)."""
 
@@ -249,6 +257,7 @@ class VersionSchema(ma.Schema):
     """Response of a seat's hand-over."""
 
     version = fields.Integer(required=True)
+    chain_hash = ChainHashField()
 
 
 class ViewRequestSchema(SignedStateSchema):
@@ -256,14 +265,6 @@ class ViewRequestSchema(SignedStateSchema):
 
     player = fields.String(load_default=None, validate=PLAYER_ID,
                            metadata={"description": "viewer; absent: a spectator"})
-
-
-def ChainHashField() -> fields.String:
-    """The chain hash of the answer's version: a receipt the session's record must hold."""
-    return fields.String(required=True, allow_none=True, metadata={
-        **CHAIN_HASH, "description": "the game record's chain hash at this version (docs/RECORDS.md): keep it "
-                                     "as a receipt; null only in a replay of an answer given before records "
-                                     "were kept"})
 
 
 def EventsField(**kwargs: Any) -> fields.List:  # type: ignore[type-arg]

@@ -261,8 +261,9 @@ class SeatBot(MethodView):
         """Hand the seat to a bot (the seat's token or the service key): a version of its
         own (event ``seat_changed``); the bot moves at once when the seat has an action."""
         app = app_layer()
-        version = app.set_seat_bot(session_id, _token(), player, app.bot(body["bot"])).done()
-        return json_response({"version": version}, headers={"ETag": f'"v{version}"'})
+        handed = app.set_seat_bot(session_id, _token(), player, app.bot(body["bot"])).done()
+        return json_response({"version": handed.version, "chain_hash": handed.chain_hash},
+                             headers={"ETag": f'"v{handed.version}"'})
 
     @blp.response(200, VersionSchema)
     @blp.doc(security=AUTH)
@@ -270,5 +271,6 @@ class SeatBot(MethodView):
     @blp.doc(operationId="takeSeatBack")
     def delete(self, session_id: str, player: str) -> Response:
         """Take the seat back from its bot (the seat's token or the service key)."""
-        version = app_layer().set_seat_bot(session_id, _token(), player, None).done()
-        return json_response({"version": version}, headers={"ETag": f'"v{version}"'})
+        handed = app_layer().set_seat_bot(session_id, _token(), player, None).done()
+        return json_response({"version": handed.version, "chain_hash": handed.chain_hash},
+                             headers={"ETag": f'"v{handed.version}"'})

@@ -594,10 +594,12 @@ class SetSeatBotRequest(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., player: _Optional[str] = ..., bot: _Optional[_Union[Bot, _Mapping]] = ...) -> None: ...
 
 class SetSeatBotResponse(_message.Message):
-    __slots__ = ("version",)
+    __slots__ = ("version", "chain_hash")
     VERSION_FIELD_NUMBER: _ClassVar[int]
+    CHAIN_HASH_FIELD_NUMBER: _ClassVar[int]
     version: int
-    def __init__(self, version: _Optional[int] = ...) -> None: ...
+    chain_hash: str
+    def __init__(self, version: _Optional[int] = ..., chain_hash: _Optional[str] = ...) -> None: ...
 
 class SendSeedRequest(_message.Message):
     __slots__ = ("session_id", "seed")
