@@ -33,6 +33,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey  # noqa: E402
+
 import engine  # noqa: E402
 from engine import records  # noqa: E402
 from service.ports import free_port  # noqa: E402
@@ -85,6 +87,7 @@ def long_record(versions: int) -> dict:  # type: ignore[type-arg]
         state, events = engine.apply(state, action)
         records.add_version(record, 0, "person", action.player, [engine.format_action(action)], events)
     record["outcome"] = records.outcome(state)
+    record["signature"] = records.sign(record, Ed25519PrivateKey.generate())
     return record
 
 
