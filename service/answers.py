@@ -164,6 +164,9 @@ SESSION_EVENT_FIELDS: dict[str, tuple[dict[str, object], tuple[str, ...]]] = {
     "turn_started": ({"player": {**PLAYER, "description": "who is to act"},
                       "deadline_ms": {"type": "integer", "description": "the turn's end, epoch ms"}},
                      ("player", "deadline_ms")),
+    "seat_token_reissued": ({"player": {**PLAYER, "description": "the seat whose token the service key "
+                                                                 "replaced (the old one reads no more)"}},
+                            ("player",)),
     "seed_sent": ({"player": PLAYER, "seed": {"type": "string", "pattern": "^[0-9a-f]{32,128}$",
                                               "description": "the seat's seed, hex (docs/FAIRNESS.md)"}},
                   ("player", "seed")),

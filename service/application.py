@@ -17,6 +17,7 @@ import msgspec
 
 import engine
 from engine import Event, GameState, IllegalActionError, InvalidInputError
+from engine.actions import PLAYER_ID
 from engine.bots import BotSettings, Suggestion
 
 from . import fairness, metrics
@@ -39,7 +40,7 @@ from .errors import ServiceError, engine_call, from_engine
 from .records import RecordSigner, assemble, chain_hash, first_hash, header
 from .requests import NewGame, NewSession
 from .seats import SeatOperations, back_to_person
-from .sessions import Decision, Sessions, digest, is_session_id
+from .sessions import Decision, Reader, Sessions, digest, is_session_id
 from .signing import StateSigner
 from .store import FIRST_VERSION, Conflict, Session, SessionStore
 from .timers import TurnTimer, now_ms, parse_timer, to_act, turn_started
@@ -53,6 +54,7 @@ _decode_answer = msgspec.json.Decoder(dict[str, Any])
 
 
 MAX_IDEMPOTENCY_KEY = 200  # characters
+SPECTATOR_ID = 8  # the characters of a spectator token that name it (48 of its 256 random bits)
 SESSION_TTL_RANGE = (60, 30 * 86_400)  # seconds a caller may ask a session to live idle
 EVENTS_AFTER_RANGE = (0, 10**9)  # versions a caller may ask for the events after
 EVENTS_PAGE = 1000  # versions of events one read returns at most; callers page with ``after``
@@ -73,6 +75,7 @@ class Application:
         self.record_signer = RecordSigner(settings.resolved_record_key())
         self.turn_seconds_range = (settings.turn_seconds_min, settings.turn_seconds_max)
         self.seed_seconds_max = settings.seed_seconds_max
+        self.spectators_max = settings.spectators_max
         self.session_ttl = settings.session_ttl
         # The longest time to live a caller may ask for: under memory pressure Redis evicts
         # the keys closest to expiring first (volatile-ttl), so sessions made to outlive
@@ -219,26 +222,27 @@ class Application:
 
     def get_session(self, session_id: str, token: str | None) -> Then[SessionRead]:
         """What the token may read of the session (see :class:`SessionRead`)."""
-        session, viewer = self.sessions.read_as(session_id, token)
+        session, reader = self.sessions.read_as(session_id, token)
+        viewer, full = reader.player, reader.full
         if session.fair is not None and session.seeding:
             return Then(SessionRead(session_id, session.version, seeding_view(session.fair, session.deadline), None))
         state = session.game()
         read = SessionRead(session_id, session.version, session_view(engine.view_doc(state, viewer),
                                                                        session.deadline, session.fair),
-                           fairness.shown_state(state, session.fair) if viewer is None else None)
+                           fairness.shown_state(state, session.fair) if full else None)
         if not self.turns.bots_pending(session, state):
             return Then(read)
         # A bot whose move a failed call left unmade makes it now: work done for the
-        # reader, so it counts against the reader's seat like an action.
-        if viewer is not None:
-            self.admission.check_action(self.sessions.store, session_id, viewer)
+        # reader, so it counts against the reader's seat (or spectator token) like an action.
+        if not full:
+            self.admission.check_action(self.sessions.store, session_id, viewer or f"~{reader.spectator}")
 
         def finish() -> SessionRead:
             played = self.turns.bots_play(session_id, session, session.version, session.chain, state)
             view = session_view(engine.view_doc(played.state, viewer),
                                 session.deadline if played.deadline is None else played.deadline, session.fair)
             return SessionRead(session_id, played.version, view,
-                               fairness.shown_state(played.state, session.fair) if viewer is None else None)
+                               fairness.shown_state(played.state, session.fair) if full else None)
         return Then(read, finish)
 
     def act(self, session_id: str, token: str | None, parsed: engine.Action, expected_version: int | None = None,
@@ -421,8 +425,8 @@ class Application:
         authenticates the token and is a read: it renews the session's time to live.
         """
         _check_after(after)
-        viewer = self.sessions.read_as(session_id, token)[1]
-        return EventCursor(self.sessions, session_id, viewer, after)
+        reader = self.sessions.read_as(session_id, token)[1]
+        return EventCursor(self.sessions, session_id, token, reader, after)
 
     def record(self, session_id: str, token: str | None) -> dict[str, Any]:
         """The session's game record (docs/RECORDS.md) as the token may read it: a seat's
@@ -433,13 +437,65 @@ class Application:
         stored = self.sessions.store.game_record(session_id)
         if stored is None:
             raise ServiceError("not_found", f"no session {session_id!r} (unknown or expired)")
-        viewer = self.sessions.seat_of(stored.seats, token)
-        return assemble(stored, viewer, self.record_signer)
+        reader = self.sessions.reader(stored.seats, stored.spectators, token)
+        return assemble(stored, reader, self.record_signer)
 
     @property
     def record_key(self) -> str:
         """The public key (hex) that signs this service's game records."""
         return self.record_signer.public_key
+
+    def add_spectator(self, session_id: str, token: str | None) -> str:
+        """A new spectator token for the session, asked for by a seat's token or the service
+        key (a spectator's is 403): it reads what a spectator may (no hand, no drawn card)
+        and never acts. Its id, for revoking it, is its first 8 characters."""
+        session = self.sessions.load(session_id)
+        self.sessions.authenticate(session, token)
+        made = secrets.token_urlsafe(32)
+        if not self.sessions.store.spectator(session_id, made[:SPECTATOR_ID], digest(made), self.spectators_max):
+            raise ServiceError("too_many_requests", f"a session keeps at most {self.spectators_max} spectator "
+                               "tokens (ONO99_SPECTATORS_MAX); revoke one first", limit=self.spectators_max)
+        log.info("spectator added", extra={"session_id": session_id, "spectator": made[:SPECTATOR_ID]})
+        return made
+
+    def revoke_spectator(self, session_id: str, token: str | None, spectator: str) -> None:
+        """Revoke a spectator token by its id (its first 8 characters), by a seat's token or
+        the service key: it stops reading at once, its streams included."""
+        session = self.sessions.load(session_id)
+        self.sessions.authenticate(session, token)
+        key = spectator[:SPECTATOR_ID]
+        if len(spectator) < SPECTATOR_ID or not self.sessions.store.spectator(session_id, key, "", 0):
+            raise ServiceError("not_found", "no spectator token of this session has that id (its first "
+                               f"{SPECTATOR_ID} characters)")
+        log.info("spectator revoked", extra={"session_id": session_id, "spectator": key})
+
+    def reissue_seat_token(self, session_id: str, token: str | None, player: str) -> Then[tuple[Versioned, str]]:
+        """A new token for ``player``'s seat, by the service key only (a person who lost
+        theirs): the old one stops working at once, on every replica, its streams
+        included. A version of its own (event ``seat_token_reissued``); the new token is
+        shown only in this answer."""
+        made = secrets.token_urlsafe(32)
+
+        def decide(session: Session, caller: str | None, _attempt: int) -> Decision[Then[tuple[Versioned, str]]]:
+            if caller is not None:
+                raise ServiceError("forbidden", "only the service key reissues a seat's token", player=caller)
+            if player not in session.seats:
+                detail = (f"{player!r} is a seat made for a bot: it has no token" if player in session.bots
+                          else f"{player!r} does not play in this session")
+                raise ServiceError("invalid_request", detail, field="player")
+            state = None if session.seeding else session.game()
+            step = Step([{"type": "seat_token_reissued", "player": player}], "service", player)
+            change = self.turns.write(session, state, state, [step], seats={**session.seats, player: digest(made)})
+
+            def landed(version: int) -> Then[tuple[Versioned, str]]:
+                log.info("seat token reissued", extra={"session_id": session_id, "version": version,
+                                                       "player": player})
+                return Then((Versioned(version, change.chain), made))
+            return Decision(landed, change)
+
+        if not PLAYER_ID.fullmatch(player):
+            raise ServiceError("invalid_request", "a player id is 1 to 64 letters, digits, '_' or '-'", field="player")
+        return self.sessions.change(session_id, decide, token)
 
     def delete_session(self, session_id: str, token: str | None) -> None:
         """End a session (any seat of it, or the service key)."""
@@ -451,13 +507,15 @@ class Application:
 
 class EventCursor:
     """One reader's place in a session's event log: each :meth:`read` returns the events
-    after the last version read, as ``viewer`` (None: the service key) may see them, at
-    most EVENTS_PAGE versions of them, and moves on past them."""
+    after the last version read, as ``reader`` may see them, at most EVENTS_PAGE versions
+    of them, and moves on past them. Every read authenticates ``token`` again: a revoked
+    or reissued token stops reading at once (``unauthorized``)."""
 
-    def __init__(self, sessions: Sessions, session_id: str, viewer: str | None, after: int) -> None:
+    def __init__(self, sessions: Sessions, session_id: str, token: str | None, reader: Reader, after: int) -> None:
         self.sessions = sessions
         self.session_id = session_id
-        self.viewer = viewer
+        self.token = token
+        self.reader = reader
         self.after = after
 
     def read(self, shared: Hashable | None = None) -> EventsRead:
@@ -465,14 +523,17 @@ class EventCursor:
         woken together pass the same ``shared`` (the wake-up they answer) and share one
         read of the log (store.SharedReads)."""
         after = self.after
-        batches = self.sessions.store.events(self.session_id, after, EVENTS_PAGE, shared)
-        if batches is None:
+        page = self.sessions.store.events(self.session_id, after, EVENTS_PAGE, shared)
+        if page is None:
             raise ServiceError("not_found", f"no session {self.session_id!r} (deleted or expired)")
+        if self.sessions.reader(page.seats, page.spectators, self.token) != self.reader:
+            raise ServiceError("unauthorized", "the token is no longer this reader's")
+        batches = page.versions
         out: list[Event] = []
         for offset, (batch, entry) in enumerate(batches, start=after + 1):
             chain = chain_hash(entry)
             for event in _decode_events.decode(batch):
-                shown = event if self.viewer is None else engine.redact_event(event, self.viewer)
+                shown = event if self.reader.full else engine.redact_event(event, self.reader.player)
                 out.append({**shown, "version": offset, "chain_hash": chain} if chain else {**shown, "version": offset})
         self.after = after + len(batches)
         return EventsRead(out, len(batches) == EVENTS_PAGE)

@@ -76,6 +76,7 @@ class Settings:
     record_key: str | None = None
     record_retention: int = 86_400
     seed_seconds_max: int = 600
+    spectators_max: int = 100
     log_level: str = "info"
 
     def pick(self, kind: type[T], prefix: str = "") -> T:

@@ -22,6 +22,7 @@ from engine.state import GameStatus
 
 from .errors import ServiceError
 from .fairness import Fair
+from .sessions import Reader
 from .store import StoredRecord
 from .timers import TurnTimer
 
@@ -76,11 +77,11 @@ def chain_hash(entry: bytes | None) -> str | None:
     return None if entry is None else str(_decode.decode(entry)["hash"])
 
 
-def assemble(stored: StoredRecord, viewer: str | None, signer: RecordSigner) -> dict[str, Any]:
-    """The record of a session as ``viewer`` may read it (None: the service key, who reads
-    all): while the game runs a seat's record hides what its view hides; once it is over
-    (or the session deleted) every reader gets all of it, a fair session's secret too.
-    Signed."""
+def assemble(stored: StoredRecord, reader: Reader, signer: RecordSigner) -> dict[str, Any]:
+    """The record of a session as ``reader`` may read it (the service key reads all):
+    while the game runs a seat's or a spectator's record hides what its view hides; once
+    it is over (or the session deleted) every reader gets all of it, a fair session's
+    secret too. Signed."""
     if len(stored.entries) != stored.version + 1 or len(stored.events) != stored.version:
         raise ServiceError("not_found", "this session keeps no record (it was made before records were kept)")
     versions = []
@@ -95,7 +96,7 @@ def assemble(stored: StoredRecord, viewer: str | None, signer: RecordSigner) -> 
                               "header": _decode.decode(stored.entries[0]), "versions": versions,
                               "final_hash": versions[-1]["hash"],
                               "outcome": None if state is None else records.outcome(state), "fairness": shown}
-    if viewer is not None and not ended:
-        record = records.redacted(record, viewer)
+    if not reader.full and not ended:
+        record = records.redacted(record, reader.player)
     record["signature"] = signer.signature(record)
     return record

@@ -37,7 +37,10 @@ class SeatOperations:
                 player: str | None = None) -> Suggestion:
         """A hint for the caller's seat (the service key names ``player``): the action a
         bot would take, from that seat's view."""
-        session, caller = self.sessions.read_as(session_id, token)
+        session, reader = self.sessions.read_as(session_id, token)
+        if reader.spectator is not None:
+            raise ServiceError("forbidden", "a spectator token only reads: it gets no hints")
+        caller = reader.player
         if caller is not None and player not in (None, caller):
             raise ServiceError("forbidden", f"this seat token belongs to {caller!r}", player=caller)
         seat = caller or player

@@ -37,6 +37,20 @@ def digest(secret: str | bytes) -> str:
 
 
 @dataclass(frozen=True)
+class Reader:
+    """Who reads a session: a seat (``player``: it sees its own hand), a spectator
+    (``spectator``: the id of its token; no seat, it sees what a spectator may), or the
+    service key (``full``: everything)."""
+
+    player: str | None = None
+    spectator: str | None = None
+    full: bool = False
+
+
+SERVICE = Reader(full=True)
+
+
+@dataclass(frozen=True)
 class Decision(Generic[T]):
     """What an operation makes of the session it read: ``change`` to commit (None: none),
     and ``answer``, given the version the session is at once it has landed."""
@@ -69,30 +83,36 @@ class Sessions:
         return found
 
     def authenticate(self, session: Session, token: str | None) -> str | None:
-        """The player a seat token belongs to; None for the service key; else 401."""
-        return self.seat_of(session.seats, token)
+        """Who may change the session: the player a seat token belongs to, None for the
+        service key; 403 for a spectator's token (it only reads), else 401."""
+        reader = self.reader(session.seats, session.spectators, token)
+        if reader.spectator is not None:
+            raise ServiceError("forbidden", "a spectator token only reads: it acts for no seat")
+        return reader.player
 
-    def seat_of(self, seats: dict[str, str], token: str | None) -> str | None:
-        """The player of ``seats`` (player id to token hash) whose token ``token`` is;
-        None for the service key; else 401."""
+    def reader(self, seats: dict[str, str], spectators: dict[str, str], token: str | None) -> Reader:
+        """Who ``token`` reads as, given a session's ``seats`` and ``spectators`` (each an
+        id to its token's hash): a seat, a spectator, or the service key; else 401."""
         if not token:
             raise ServiceError("unauthorized", "send 'Authorization: Bearer <seat token>'")
         hashed = digest(token)
         if self.service_key_hash is not None and hmac.compare_digest(hashed, self.service_key_hash):
-            return None
+            return SERVICE
         found = None
-        for player, seat_hash in seats.items():
+        for player, seat_hash in seats.items():  # every hash compared, in constant time
             if hmac.compare_digest(hashed, seat_hash):
-                found = player
+                found = Reader(player=player)
+        for spectator, spectator_hash in spectators.items():
+            if hmac.compare_digest(hashed, spectator_hash):
+                found = Reader(spectator=spectator)
         if found is None:
-            raise ServiceError("unauthorized", "the token is no seat token of this session")
+            raise ServiceError("unauthorized", "the token is no seat or spectator token of this session")
         return found
 
-    def read_as(self, session_id: str, token: str | None) -> tuple[Session, str | None]:
-        """The session and who reads it (the token's player, None for the service key);
-        a read renews the session's time to live."""
+    def read_as(self, session_id: str, token: str | None) -> tuple[Session, Reader]:
+        """The session and who reads it; a read renews the session's time to live."""
         session = self.load(session_id)
-        reader = self.authenticate(session, token)
+        reader = self.reader(session.seats, session.spectators, token)
         self.store.touch(session_id, session.ttl)
         return session, reader
 

@@ -53,7 +53,7 @@ log = logging.getLogger("ono99.store")
 # new version its events JSON and its record entry JSON. The fields (service.store.Change;
 # absent: unchanged): expected (the version the change was decided at), state, chain,
 # ttl (new idle seconds, kept), ttl_ms (absent: leave the time to live as it is), key
-# and answer (an idempotency record), channel (the live channel), bots, timeouts, fair,
+# and answer (an idempotency record), channel (the live channel), bots, timeouts, fair, seats,
 # deadline ('0': none runs), forced (a timekeeper's forced move, its clock in epoch ms:
 # apply only if the deadline has passed and the player's action is not in flight).
 _COMMIT = """
@@ -74,6 +74,7 @@ redis.call('HSET', KEYS[1], 'version', version, 'state', f.state, 'chain', f.cha
 if f.bots then redis.call('HSET', KEYS[1], 'bots', f.bots) end
 if f.timeouts then redis.call('HSET', KEYS[1], 'timeouts', f.timeouts) end
 if f.fair then redis.call('HSET', KEYS[1], 'fair', f.fair) end
+if f.seats then redis.call('HSET', KEYS[1], 'seats', f.seats) end
 for i = first, #ARGV, 2 do
   redis.call('RPUSH', KEYS[2], ARGV[i])
   redis.call('RPUSH', KEYS[4], ARGV[i + 1])
@@ -166,6 +167,30 @@ redis.call('PUBLISH', ARGV[2], 0)
 return 1
 """
 
+# KEYS: game. ARGV: a spectator token's id and hash (hash '' to revoke the id), the most
+# spectators a session keeps, the live channel. -1: no such session; 0: refused (full, or
+# no such id to revoke); 1: done. A revocation wakes the session's waiting readers, so
+# that a stream of the revoked token ends at once.
+_SPECTATORS = """
+if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('HEXISTS', KEYS[1], 'deleted') == 1 then return -1 end
+local raw = redis.call('HGET', KEYS[1], 'spectators')
+local all = (raw and raw ~= '') and cjson.decode(raw) or {}
+local count = 0
+for _ in pairs(all) do count = count + 1 end
+if ARGV[2] == '' then
+  if not all[ARGV[1]] then return 0 end
+  all[ARGV[1]] = nil
+  count = count - 1
+else
+  if count >= tonumber(ARGV[3]) then return 0 end
+  all[ARGV[1]] = ARGV[2]
+  count = count + 1
+end
+redis.call('HSET', KEYS[1], 'spectators', count == 0 and '{}' or cjson.encode(all))
+if ARGV[2] == '' then redis.call('PUBLISH', ARGV[4], redis.call('HGET', KEYS[1], 'version')) end
+return 1
+"""
+
 # A rate limit as GCRA (the generic cell rate algorithm), on Redis' clock. KEYS: the
 # limit's key. ARGV: milliseconds per request, burst tolerance in milliseconds. Returns
 # 0 when the request may go, else the milliseconds until it may.
@@ -208,6 +233,7 @@ class Session:
     recorded: bytes | None = None  # the answer recorded for the idempotency key read with it
     chain: str | None = None  # the chain hash of ``version`` (engine.records); None: no record is kept
     fair: Fair | None = None  # a fair session's secret and seeds (service.fairness); None: not fair
+    spectators: dict[str, str] = field(default_factory=dict)  # spectator token id to the token's SHA-256
 
     def people(self) -> set[str]:
         """The players with a seat token: every seat but those made for a bot."""
@@ -244,6 +270,7 @@ class Change:
     renew: bool = True  # slide the time to live (a timekeeper's writes are no sign of life)
     ttl: int | None = None  # the session's new idle seconds (the game is over: its record is kept longer)
     fair: Fair | None = None  # a fair session's new part (a seed sent, the deal)
+    seats: dict[str, str] | None = None  # the seat tokens' hashes (one reissued)
     bots: dict[str, BotSettings] | None = None
     timeouts: dict[str, int] | None = None
     deadline: int | None = None  # 0: no timer runs
@@ -264,7 +291,8 @@ _decode_counts = msgspec.json.Decoder(dict[str, int])
 _encode = msgspec.json.Encoder()
 
 
-_FIELDS = ("version", "state", "seats", "ttl", "bots", "timer", "deadline", "timeouts", "chain", "fair", "deleted")
+_FIELDS = ("version", "state", "seats", "ttl", "bots", "timer", "deadline", "timeouts", "chain", "fair", "deleted",
+           "spectators")
 
 
 def inflight_key(session_id: str, player: str) -> str:
@@ -290,6 +318,19 @@ class StoredRecord:
     entries: list[bytes]
     fair: Fair | None
     deleted: bool  # the session was deleted: only its record is left
+    spectators: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Page:
+    """One read of a session's log: each version's events (JSON) and record entry (JSON;
+    None in a session from before records), and the session's seat and spectator token
+    hashes as they are now (a reader is authenticated again at every page: a revoked or
+    reissued token stops reading at once)."""
+
+    versions: list[tuple[bytes, bytes | None]]
+    seats: dict[str, str]
+    spectators: dict[str, str]
 
 class NotDue(Exception):
     """A forced move found its turn not due (a seat acted, or is acting)."""
@@ -365,6 +406,7 @@ class SessionStore:
         self._record = client.register_script(_RECORD)
         self._hand_back = client.register_script(_HAND_BACK)
         self._delete = client.register_script(_DELETE)
+        self._spectators = client.register_script(_SPECTATORS)
         self.breaker = Breaker(breaker_failures, breaker_reset)
         self.shared = SharedReads()
         # With wait_aof a write is acknowledged only once Redis' append-only file holds
@@ -460,13 +502,14 @@ class SessionStore:
             return [self.client.hmget(game, *_FIELDS)]  # one command needs no pipeline
 
         replies = self._call("read", work)
-        version, state, seats, ttl, bots, timer, deadline, timeouts, chain, fair, deleted = replies[0]
+        version, state, seats, ttl, bots, timer, deadline, timeouts, chain, fair, deleted, spectators = replies[0]
         if version is None or deleted:
             return None
         return Session(int(version), state, _decode_seats.decode(seats), int(ttl),
                        _decode_bots.decode(bots) if bots else {}, _decode_timer.decode(timer) if timer else None,
                        int(deadline or 0), _decode_counts.decode(timeouts) if timeouts else {},
-                       replies[1] if idempotency_key else None, chain.decode() if chain else None, decode_fair(fair))
+                       replies[1] if idempotency_key else None, chain.decode() if chain else None, decode_fair(fair),
+                       _decode_seats.decode(spectators) if spectators else {})
 
     def touch(self, session_id: str, ttl: int) -> None:
         """Slide the session's time to live (reads count as activity)."""
@@ -500,6 +543,8 @@ class SessionStore:
             named["timeouts"] = _encode.encode(change.timeouts)
         if change.fair is not None:
             named["fair"] = _encode.encode(change.fair)
+        if change.seats is not None:
+            named["seats"] = _encode.encode(change.seats)
         if change.deadline is not None:
             named["deadline"] = change.deadline
         if change.forced_at is not None:
@@ -581,12 +626,10 @@ class SessionStore:
 
         self._call("record", lambda: self._durable(write))
 
-    def events(self, session_id: str, after: int, limit: int,
-               shared: Any = None) -> list[tuple[bytes, bytes | None]] | None:
-        """The versions after ``after``, at most ``limit`` of them, each as its events
-        (JSON) and its record entry (JSON; None in a session that keeps no record). None
-        if the session is unknown. Callers that pass equal ``shared`` values at the same
-        time share one read (see :class:`SharedReads`)."""
+    def events(self, session_id: str, after: int, limit: int, shared: Any = None) -> Page | None:
+        """The versions after ``after``, at most ``limit`` of them (see :class:`Page`);
+        None if the session is unknown. Callers that pass equal ``shared`` values at the
+        same time share one read (see :class:`SharedReads`)."""
         if shared is not None:
             return self.shared.read((session_id, after, limit, shared),
                                     lambda: self.events(session_id, after, limit))
@@ -595,17 +638,18 @@ class SessionStore:
 
         def work() -> list[Any]:
             pipe = self.client.pipeline(transaction=False)
-            pipe.hmget(game, "version", "deleted")
+            pipe.hmget(game, "version", "deleted", "seats", "spectators")
             pipe.lrange(events_key, first, first + limit - 1)
             pipe.lrange(record, first + 1, first + limit)
             return list(pipe.execute())
 
-        (version, deleted), batches, entries = self._call("events", work)
+        (version, deleted, seats, spectators), batches, entries = self._call("events", work)
         if version is None or deleted:  # a deleted session's log is read only in its record
             return None
-        if len(entries) < len(batches):  # read between the two pushes of a version: never, in one script
+        if len(entries) < len(batches):  # a session from before records: no entries to pair
             entries = []
-        return list(zip(batches, entries or [None] * len(batches), strict=True))
+        return Page(list(zip(batches, entries or [None] * len(batches), strict=True)), _decode_seats.decode(seats),
+                    _decode_seats.decode(spectators) if spectators else {})
 
     def game_record(self, session_id: str) -> StoredRecord | None:
         """What a session's game record is made of, read in one transaction (None if the
@@ -614,16 +658,16 @@ class SessionStore:
 
         def work() -> list[Any]:
             pipe = self.client.pipeline(transaction=True)
-            pipe.hmget(game, "version", "state", "seats", "fair", "deleted")
+            pipe.hmget(game, "version", "state", "seats", "fair", "deleted", "spectators")
             pipe.lrange(events_key, 0, -1)
             pipe.lrange(record, 0, -1)
             return list(pipe.execute())
 
-        (version, state, seats, fair, deleted), events, entries = self._call("record", work)
+        (version, state, seats, fair, deleted, spectators), events, entries = self._call("record", work)
         if version is None:
             return None
         return StoredRecord(int(version), state, _decode_seats.decode(seats), events, entries, decode_fair(fair),
-                            bool(deleted))
+                            bool(deleted), _decode_seats.decode(spectators) if spectators else {})
 
     def throttle(self, key: str, per_second: float, burst: int) -> float:
         """Count one request against the rate limit ``key`` (``per_second`` on average,
@@ -632,6 +676,15 @@ class SessionStore:
         wait_ms = self._call("throttle", lambda: self._throttle(
             keys=[f"ono99:rate:{key}"], args=[round(interval), round(interval * (burst - 1))]))
         return int(wait_ms) / 1000.0
+
+    def spectator(self, session_id: str, spectator: str, token_hash: str, most: int) -> bool:
+        """Add a spectator token (``token_hash`` ''): revoke ``spectator``); False when the
+        session keeps ``most`` already (or, revoking, has no such spectator)."""
+        found = self._call("spectators", lambda: self._spectators(
+            keys=[keys(session_id)[0]], args=[spectator, token_hash, most, live_channel(session_id)]))
+        if found == -1:
+            raise ServiceError("not_found", f"no session {session_id!r} (unknown or expired)")
+        return bool(found)
 
     def delete(self, session_id: str, retain: int = 0) -> bool:
         """End a session (and its timer), keeping its record ``retain`` seconds (see

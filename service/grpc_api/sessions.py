@@ -13,7 +13,7 @@ import msgspec
 from .. import metrics
 from ..admission import Caller
 from ..answers import SessionAnswer, SessionCreated, Then, Versioned
-from ..application import Application, bearer_token
+from ..application import SPECTATOR_ID, Application, bearer_token
 from ..errors import ServiceError
 from ..live import LiveVersions
 from ..requests import NewGame, NewSession
@@ -203,6 +203,27 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
             return self.app.set_seat_bot(request.session_id, token, request.player, bot)
         handed: Versioned = await self._finish(context, await self.calls.answer(context, work))
         return pb.SetSeatBotResponse(version=handed.version, chain_hash=handed.chain_hash or "")
+
+    async def AddSpectator(self, request: pb.AddSpectatorRequest,
+                           context: grpc.aio.ServicerContext) -> pb.AddSpectatorResponse:
+        def work() -> pb.AddSpectatorResponse:
+            made = self.app.add_spectator(request.session_id, SEAT_TOKEN.get())
+            return pb.AddSpectatorResponse(token=made, id=made[:SPECTATOR_ID])
+        return await self.calls.answer(context, work)
+
+    async def RevokeSpectator(self, request: pb.RevokeSpectatorRequest,
+                              context: grpc.aio.ServicerContext) -> pb.RevokeSpectatorResponse:
+        def work() -> pb.RevokeSpectatorResponse:
+            self.app.revoke_spectator(request.session_id, SEAT_TOKEN.get(), request.spectator)
+            return pb.RevokeSpectatorResponse()
+        return await self.calls.answer(context, work)
+
+    async def ReissueSeatToken(self, request: pb.ReissueSeatTokenRequest,
+                               context: grpc.aio.ServicerContext) -> pb.ReissueSeatTokenResponse:
+        token = SEAT_TOKEN.get()
+        handed, made = await self._finish(context, await self.calls.answer(
+            context, lambda: self.app.reissue_seat_token(request.session_id, token, request.player)))
+        return pb.ReissueSeatTokenResponse(token=made, version=handed.version, chain_hash=handed.chain_hash or "")
 
     async def GetRecord(self, request: pb.GetRecordRequest,
                         context: grpc.aio.ServicerContext) -> pb.GetRecordResponse:

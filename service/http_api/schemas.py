@@ -342,6 +342,21 @@ class SessionActedSchema(ma.Schema):
     chain_hash = ChainHashField()
 
 
+class SpectatorSchema(ma.Schema):
+    """Response of POST /v1/sessions/{id}/spectators."""
+
+    token = fields.String(required=True, metadata={"description": "the spectator token, shown once"})
+    id = fields.String(required=True, metadata={"description": "its first 8 characters: what revokes it"})
+
+
+class ReissuedSchema(ma.Schema):
+    """Response of POST /v1/sessions/{id}/seats/{player}/token."""
+
+    token = fields.String(required=True, metadata={"description": "the seat's new token, shown once"})
+    version = fields.Integer(required=True)
+    chain_hash = ChainHashField()
+
+
 class RecordKeySchema(ma.Schema):
     """Response of GET /v1/records/key."""
 

@@ -11,7 +11,7 @@ from flask.views import MethodView
 import engine
 
 from ..admission import Caller
-from ..application import MAX_IDEMPOTENCY_KEY, bearer_token
+from ..application import MAX_IDEMPOTENCY_KEY, SPECTATOR_ID, bearer_token
 from ..errors import ServiceError
 from ..requests import NewGame, NewSession
 from .games import ApiBlueprint, app_layer, json_response, suggestion_body
@@ -20,6 +20,7 @@ from .schemas import (
     EventsQuerySchema,
     EventsSchema,
     NewSessionSchema,
+    ReissuedSchema,
     SeatBotSchema,
     SeedSchema,
     SessionActedSchema,
@@ -27,6 +28,7 @@ from .schemas import (
     SessionCreatedSchema,
     SessionSuggestSchema,
     SessionViewSchema,
+    SpectatorSchema,
     SuggestionSchema,
     VersionSchema,
 )
@@ -204,6 +206,48 @@ class Events(MethodView):
 
         with waiters.waiting(session_id) as changed:
             return json_response({"events": wait_for_events(read, changed, wait)})
+
+
+@blp.route("/<session_id>/spectators")
+class Spectators(MethodView):
+    @blp.response(201, SpectatorSchema)
+    @blp.doc(security=AUTH)
+    @document_errors(blp, 401, 403, 404, 429, 503)
+    @blp.doc(operationId="addSpectator")
+    def post(self, session_id: str) -> Response:
+        """A spectator token, asked for by a seat's token or the service key: it reads the
+        spectator's view, events and streams (no hand, no drawn card) and never acts.
+        Shown once; its first 8 characters are its id."""
+        made = app_layer().add_spectator(session_id, _token())
+        return json_response({"token": made, "id": made[:SPECTATOR_ID]}, 201)
+
+
+@blp.route("/<session_id>/spectators/<spectator>")
+class Spectator(MethodView):
+    @blp.response(204)
+    @blp.doc(security=AUTH)
+    @document_errors(blp, 401, 403, 404, 503)
+    @blp.doc(operationId="revokeSpectator")
+    def delete(self, session_id: str, spectator: str) -> Response:
+        """Revoke a spectator token by its id (or the token itself: its first 8 characters
+        name it), by a seat's token or the service key; it stops reading at once."""
+        app_layer().revoke_spectator(session_id, _token(), spectator)
+        return Response(status=204)
+
+
+@blp.route("/<session_id>/seats/<player>/token")
+class SeatToken(MethodView):
+    @blp.response(200, ReissuedSchema)
+    @blp.doc(security=AUTH)
+    @document_errors(blp, 400, 401, 403, 404, 409, 503)
+    @blp.doc(operationId="reissueSeatToken")
+    def post(self, session_id: str, player: str) -> Response:
+        """A new token for the seat (the service key only): the old one stops working at
+        once, on every replica, its streams included. A version of its own (event
+        ``seat_token_reissued``); the new token is shown only here."""
+        handed, made = app_layer().reissue_seat_token(session_id, _token(), player).done()
+        return json_response({"token": made, "version": handed.version, "chain_hash": handed.chain_hash},
+                             headers={"ETag": f'"v{handed.version}"'})
 
 
 @blp.route("/<session_id>/seed")

@@ -609,6 +609,50 @@ class SendSeedRequest(_message.Message):
     seed: str
     def __init__(self, session_id: _Optional[str] = ..., seed: _Optional[str] = ...) -> None: ...
 
+class AddSpectatorRequest(_message.Message):
+    __slots__ = ("session_id",)
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ...) -> None: ...
+
+class AddSpectatorResponse(_message.Message):
+    __slots__ = ("token", "id")
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    token: str
+    id: str
+    def __init__(self, token: _Optional[str] = ..., id: _Optional[str] = ...) -> None: ...
+
+class RevokeSpectatorRequest(_message.Message):
+    __slots__ = ("session_id", "spectator")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    SPECTATOR_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    spectator: str
+    def __init__(self, session_id: _Optional[str] = ..., spectator: _Optional[str] = ...) -> None: ...
+
+class RevokeSpectatorResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ReissueSeatTokenRequest(_message.Message):
+    __slots__ = ("session_id", "player")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    PLAYER_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    player: str
+    def __init__(self, session_id: _Optional[str] = ..., player: _Optional[str] = ...) -> None: ...
+
+class ReissueSeatTokenResponse(_message.Message):
+    __slots__ = ("token", "version", "chain_hash")
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    CHAIN_HASH_FIELD_NUMBER: _ClassVar[int]
+    token: str
+    version: int
+    chain_hash: str
+    def __init__(self, token: _Optional[str] = ..., version: _Optional[int] = ..., chain_hash: _Optional[str] = ...) -> None: ...
+
 class GetRecordRequest(_message.Message):
     __slots__ = ("session_id",)
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]

@@ -327,6 +327,21 @@ class SessionServiceStub:
                 request_serializer=ono99_dot_v1_dot_ono99__pb2.SendSeedRequest.SerializeToString,
                 response_deserializer=ono99_dot_v1_dot_ono99__pb2.ActResponse.FromString,
                 _registered_method=True)
+        self.AddSpectator = channel.unary_unary(
+                '/ono99.v1.SessionService/AddSpectator',
+                request_serializer=ono99_dot_v1_dot_ono99__pb2.AddSpectatorRequest.SerializeToString,
+                response_deserializer=ono99_dot_v1_dot_ono99__pb2.AddSpectatorResponse.FromString,
+                _registered_method=True)
+        self.RevokeSpectator = channel.unary_unary(
+                '/ono99.v1.SessionService/RevokeSpectator',
+                request_serializer=ono99_dot_v1_dot_ono99__pb2.RevokeSpectatorRequest.SerializeToString,
+                response_deserializer=ono99_dot_v1_dot_ono99__pb2.RevokeSpectatorResponse.FromString,
+                _registered_method=True)
+        self.ReissueSeatToken = channel.unary_unary(
+                '/ono99.v1.SessionService/ReissueSeatToken',
+                request_serializer=ono99_dot_v1_dot_ono99__pb2.ReissueSeatTokenRequest.SerializeToString,
+                response_deserializer=ono99_dot_v1_dot_ono99__pb2.ReissueSeatTokenResponse.FromString,
+                _registered_method=True)
         self.GetRecord = channel.unary_unary(
                 '/ono99.v1.SessionService/GetRecord',
                 request_serializer=ono99_dot_v1_dot_ono99__pb2.GetRecordRequest.SerializeToString,
@@ -403,6 +418,28 @@ class SessionServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AddSpectator(self, request, context):
+        """A spectator token (a seat's token or the service key asks): it reads the spectator's
+        view, events and streams, never acts.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RevokeSpectator(self, request, context):
+        """Revoke a spectator token (a seat's token or the service key): it stops at once.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ReissueSeatToken(self, request, context):
+        """A seat's new token (the service key only): the old one stops working at once.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetRecord(self, request, context):
         """The game record, signed: a seat's token gets what the seat may see while the game
         runs and everything once it is over; the service key gets everything.
@@ -460,6 +497,21 @@ def add_SessionServiceServicer_to_server(servicer, server):
                     servicer.SendSeed,
                     request_deserializer=ono99_dot_v1_dot_ono99__pb2.SendSeedRequest.FromString,
                     response_serializer=ono99_dot_v1_dot_ono99__pb2.ActResponse.SerializeToString,
+            ),
+            'AddSpectator': grpc.unary_unary_rpc_method_handler(
+                    servicer.AddSpectator,
+                    request_deserializer=ono99_dot_v1_dot_ono99__pb2.AddSpectatorRequest.FromString,
+                    response_serializer=ono99_dot_v1_dot_ono99__pb2.AddSpectatorResponse.SerializeToString,
+            ),
+            'RevokeSpectator': grpc.unary_unary_rpc_method_handler(
+                    servicer.RevokeSpectator,
+                    request_deserializer=ono99_dot_v1_dot_ono99__pb2.RevokeSpectatorRequest.FromString,
+                    response_serializer=ono99_dot_v1_dot_ono99__pb2.RevokeSpectatorResponse.SerializeToString,
+            ),
+            'ReissueSeatToken': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReissueSeatToken,
+                    request_deserializer=ono99_dot_v1_dot_ono99__pb2.ReissueSeatTokenRequest.FromString,
+                    response_serializer=ono99_dot_v1_dot_ono99__pb2.ReissueSeatTokenResponse.SerializeToString,
             ),
             'GetRecord': grpc.unary_unary_rpc_method_handler(
                     servicer.GetRecord,
@@ -689,6 +741,87 @@ class SessionService:
             '/ono99.v1.SessionService/SendSeed',
             ono99_dot_v1_dot_ono99__pb2.SendSeedRequest.SerializeToString,
             ono99_dot_v1_dot_ono99__pb2.ActResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AddSpectator(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ono99.v1.SessionService/AddSpectator',
+            ono99_dot_v1_dot_ono99__pb2.AddSpectatorRequest.SerializeToString,
+            ono99_dot_v1_dot_ono99__pb2.AddSpectatorResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RevokeSpectator(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ono99.v1.SessionService/RevokeSpectator',
+            ono99_dot_v1_dot_ono99__pb2.RevokeSpectatorRequest.SerializeToString,
+            ono99_dot_v1_dot_ono99__pb2.RevokeSpectatorResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReissueSeatToken(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ono99.v1.SessionService/ReissueSeatToken',
+            ono99_dot_v1_dot_ono99__pb2.ReissueSeatTokenRequest.SerializeToString,
+            ono99_dot_v1_dot_ono99__pb2.ReissueSeatTokenResponse.FromString,
             options,
             channel_credentials,
             insecure,
