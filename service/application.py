@@ -19,6 +19,7 @@ import engine
 from engine import Event, GameState, IllegalActionError, InvalidInputError
 from engine.actions import PLAYER_ID
 from engine.bots import BotSettings, Suggestion
+from engine.state import GameStatus
 
 from . import fairness, metrics
 from .admission import Admission, Caller, Limits
@@ -40,7 +41,7 @@ from .errors import ServiceError, engine_call, from_engine
 from .records import RecordSigner, assemble, chain_hash, first_hash, header
 from .requests import NewGame, NewSession
 from .seats import SeatOperations, back_to_person
-from .sessions import Decision, Reader, Sessions, digest, is_session_id
+from .sessions import Decision, Reader, Sessions, credential, digest, is_session_id
 from .signing import StateSigner
 from .store import FIRST_VERSION, Conflict, Session, SessionStore
 from .timers import TurnTimer, now_ms, parse_timer, to_act, turn_started
@@ -76,6 +77,7 @@ class Application:
         self.turn_seconds_range = (settings.turn_seconds_min, settings.turn_seconds_max)
         self.seed_seconds_max = settings.seed_seconds_max
         self.spectators_max = settings.spectators_max
+        self.stream_ticket_seconds = settings.stream_ticket_seconds
         self.session_ttl = settings.session_ttl
         # The longest time to live a caller may ask for: under memory pressure Redis evicts
         # the keys closest to expiring first (volatile-ttl), so sessions made to outlive
@@ -419,14 +421,27 @@ class Application:
         page of them (see :meth:`events`)."""
         return self.events(session_id, token, after).read().events
 
-    def events(self, session_id: str, token: str | None, after: int = 0) -> EventCursor:
+    def events(self, session_id: str, token: str | None, after: int = 0, ticket: str | None = None) -> EventCursor:
         """The caller's events after version ``after``, read page by page: every reader
         of a session's log (a read, a long poll, a stream) goes through one. Opening it
-        authenticates the token and is a read: it renews the session's time to live.
+        authenticates the token (or a stream ticket, see :meth:`stream_ticket`) and is a
+        read: it renews the session's time to live.
         """
         _check_after(after)
-        reader = self.sessions.read_as(session_id, token)[1]
-        return EventCursor(self.sessions, session_id, token, reader, after)
+        hashed = credential(token)
+        if ticket is not None:
+            hashed = self.sessions.store.redeem_ticket(ticket, session_id)
+            if hashed is None:
+                raise ServiceError("unauthorized", "the stream ticket is unknown, expired or of another session")
+        reader = self.sessions.read_as(session_id, None, hashed)[1]
+        return EventCursor(self.sessions, session_id, hashed, reader, after)
+
+    def stream_ticket(self, session_id: str, token: str | None) -> str:
+        """A ticket that opens the token's event streams (``?ticket=``, for a browser's
+        EventSource, which sends no Authorization header) for ``stream_ticket_seconds``,
+        without the token in any URL. It reads as the token does, and stops with it."""
+        self.sessions.read_as(session_id, token)
+        return self.sessions.store.ticket(session_id, digest(token or ""), self.stream_ticket_seconds)
 
     def record(self, session_id: str, token: str | None) -> dict[str, Any]:
         """The session's game record (docs/RECORDS.md) as the token may read it: a seat's
@@ -437,7 +452,7 @@ class Application:
         stored = self.sessions.store.game_record(session_id)
         if stored is None:
             raise ServiceError("not_found", f"no session {session_id!r} (unknown or expired)")
-        reader = self.sessions.reader(stored.seats, stored.spectators, token)
+        reader = self.sessions.reader(stored.seats, stored.spectators, credential(token))
         return assemble(stored, reader, self.record_signer)
 
     @property
@@ -511,10 +526,10 @@ class EventCursor:
     of them, and moves on past them. Every read authenticates ``token`` again: a revoked
     or reissued token stops reading at once (``unauthorized``)."""
 
-    def __init__(self, sessions: Sessions, session_id: str, token: str | None, reader: Reader, after: int) -> None:
+    def __init__(self, sessions: Sessions, session_id: str, hashed: str | None, reader: Reader, after: int) -> None:
         self.sessions = sessions
         self.session_id = session_id
-        self.token = token
+        self.hashed = hashed  # the reader's token, by its hash
         self.reader = reader
         self.after = after
 
@@ -526,7 +541,7 @@ class EventCursor:
         page = self.sessions.store.events(self.session_id, after, EVENTS_PAGE, shared)
         if page is None:
             raise ServiceError("not_found", f"no session {self.session_id!r} (deleted or expired)")
-        if self.sessions.reader(page.seats, page.spectators, self.token) != self.reader:
+        if self.sessions.reader(page.seats, page.spectators, self.hashed) != self.reader:
             raise ServiceError("unauthorized", "the token is no longer this reader's")
         batches = page.versions
         out: list[Event] = []
@@ -537,6 +552,11 @@ class EventCursor:
                 out.append({**shown, "version": offset, "chain_hash": chain} if chain else {**shown, "version": offset})
         self.after = after + len(batches)
         return EventsRead(out, len(batches) == EVENTS_PAGE)
+
+    def finished(self) -> bool:
+        """Whether the session's game is over (no event can follow the last one)."""
+        session = self.sessions.load(self.session_id)
+        return not session.seeding and session.game().status != GameStatus.PLAYING
 
 
 def _apply_counted(mode: str, state: GameState, action: engine.Action) -> tuple[GameState, list[Event]]:

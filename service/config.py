@@ -77,6 +77,9 @@ class Settings:
     record_retention: int = 86_400
     seed_seconds_max: int = 600
     spectators_max: int = 100
+    stream_ticket_seconds: int = 300
+    sse_heartbeat: float = 15.0
+    cors_origins: str | None = None
     log_level: str = "info"
 
     def pick(self, kind: type[T], prefix: str = "") -> T:

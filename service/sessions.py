@@ -36,6 +36,11 @@ def digest(secret: str | bytes) -> str:
     return hashlib.sha256(secret.encode() if isinstance(secret, str) else secret).hexdigest()
 
 
+def credential(token: str | None) -> str | None:
+    """What a token is known by: its SHA-256 (None for none)."""
+    return digest(token) if token else None
+
+
 @dataclass(frozen=True)
 class Reader:
     """Who reads a session: a seat (``player``: it sees its own hand), a spectator
@@ -85,17 +90,17 @@ class Sessions:
     def authenticate(self, session: Session, token: str | None) -> str | None:
         """Who may change the session: the player a seat token belongs to, None for the
         service key; 403 for a spectator's token (it only reads), else 401."""
-        reader = self.reader(session.seats, session.spectators, token)
+        reader = self.reader(session.seats, session.spectators, credential(token))
         if reader.spectator is not None:
             raise ServiceError("forbidden", "a spectator token only reads: it acts for no seat")
         return reader.player
 
-    def reader(self, seats: dict[str, str], spectators: dict[str, str], token: str | None) -> Reader:
-        """Who ``token`` reads as, given a session's ``seats`` and ``spectators`` (each an
-        id to its token's hash): a seat, a spectator, or the service key; else 401."""
-        if not token:
+    def reader(self, seats: dict[str, str], spectators: dict[str, str], hashed: str | None) -> Reader:
+        """Who the token whose hash is ``hashed`` (see :func:`credential`) reads as, given a
+        session's ``seats`` and ``spectators`` (each an id to its token's hash): a seat, a
+        spectator, or the service key; else 401."""
+        if not hashed:
             raise ServiceError("unauthorized", "send 'Authorization: Bearer <seat token>'")
-        hashed = digest(token)
         if self.service_key_hash is not None and hmac.compare_digest(hashed, self.service_key_hash):
             return SERVICE
         found = None
@@ -109,10 +114,11 @@ class Sessions:
             raise ServiceError("unauthorized", "the token is no seat or spectator token of this session")
         return found
 
-    def read_as(self, session_id: str, token: str | None) -> tuple[Session, Reader]:
-        """The session and who reads it; a read renews the session's time to live."""
+    def read_as(self, session_id: str, token: str | None, hashed: str | None = None) -> tuple[Session, Reader]:
+        """The session and who reads it (by ``token``, or by a token's hash ``hashed``: a
+        stream ticket's); a read renews the session's time to live."""
         session = self.load(session_id)
-        reader = self.reader(session.seats, session.spectators, token)
+        reader = self.reader(session.seats, session.spectators, hashed or credential(token))
         self.store.touch(session_id, session.ttl)
         return session, reader
 

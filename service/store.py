@@ -686,6 +686,24 @@ class SessionStore:
             raise ServiceError("not_found", f"no session {session_id!r} (unknown or expired)")
         return bool(found)
 
+    def ticket(self, session_id: str, token_hash: str, seconds: int) -> str:
+        """A new stream ticket: for ``seconds``, it stands for the token whose hash is
+        ``token_hash`` when it opens an event stream of the session."""
+        made = secrets.token_urlsafe(24)
+        self._call("ticket", lambda: self.client.set(f"ono99:ticket:{made}", f"{session_id} {token_hash}",
+                                                      ex=max(1, seconds)))
+        return made
+
+    def redeem_ticket(self, ticket: str, session_id: str) -> str | None:
+        """The token hash a live ticket of the session stands for (None: none such)."""
+        if not 1 <= len(ticket) <= 64:
+            return None
+        found = self._call("ticket", lambda: self.client.get(f"ono99:ticket:{ticket}"))
+        if not found:
+            return None
+        owner, _, token_hash = found.decode().partition(" ")
+        return token_hash if owner == session_id else None
+
     def delete(self, session_id: str, retain: int = 0) -> bool:
         """End a session (and its timer), keeping its record ``retain`` seconds (see
         _DELETE); False if it did not exist. Its live channel hears of it, so that every

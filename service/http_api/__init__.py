@@ -75,6 +75,7 @@ def create_app(settings: Settings | None = None, application: Application | None
     api.register_blueprint(games.blp)
     api.register_blueprint(sessions.blp)
     docs.register(app)
+    _cors(app, settings.cors_origins)
     _errors(app)
     _observation(app)
     _operations(app, application)
@@ -102,6 +103,20 @@ def _describe_operations(app: Flask, spec: Any) -> None:
         "summary": "Prometheus metrics of every worker process (and the timekeeper under ono99 serve)",
         "responses": {"200": {"description": "the text exposition format",
                               "content": {"text/plain": {"schema": {"type": "string"}}}}}}})
+
+
+def _cors(app: Flask, origins: str | None) -> None:
+    """Cross-origin calls from the pages of ``ONO99_CORS_ORIGINS`` (comma-separated
+    origins; none by default), by flask-cors: browsers' event streams and API calls."""
+    allowed = [o.strip() for o in (origins or "").split(",") if o.strip()]
+    if not allowed:
+        return
+    from flask_cors import CORS
+
+    CORS(app, origins=allowed, max_age=600,
+         allow_headers=["Authorization", "Content-Type", "Idempotency-Key", "If-Match", "If-None-Match",
+                        "Last-Event-ID", "X-API-Key", "X-Request-ID"],
+         expose_headers=["ETag", "Location", "Retry-After", "X-Request-ID", "Idempotent-Replayed"])
 
 
 def _errors(app: Flask) -> None:

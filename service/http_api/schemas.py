@@ -357,6 +357,13 @@ class ReissuedSchema(ma.Schema):
     chain_hash = ChainHashField()
 
 
+class StreamTicketSchema(ma.Schema):
+    """Response of POST /v1/sessions/{id}/stream-ticket."""
+
+    ticket = fields.String(required=True, metadata={"description": "opens the token's event streams"})
+    expires_in = fields.Integer(required=True, metadata={"description": "seconds it opens streams for"})
+
+
 class RecordKeySchema(ma.Schema):
     """Response of GET /v1/records/key."""
 
@@ -373,6 +380,9 @@ class EventsQuerySchema(Strict):
     wait = fields.Float(load_default=0, validate=validate.Range(min=0),
                         metadata={"description": "seconds to wait for an event after `after` when there is "
                                                  "none yet (long polling); capped by the service (30 by default)"})
+    ticket = fields.String(load_default=None, validate=validate.Length(min=1, max=64),
+                           metadata={"description": "a stream ticket (POST .../stream-ticket) instead of the "
+                                                    "Authorization header, for an event stream only"})
 
 
 class EventsSchema(ma.Schema):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 from typing import Any
 
@@ -14,6 +15,7 @@ from ..admission import Caller
 from ..application import MAX_IDEMPOTENCY_KEY, SPECTATOR_ID, bearer_token
 from ..errors import ServiceError
 from ..requests import NewGame, NewSession
+from . import streams
 from .games import ApiBlueprint, app_layer, json_response, suggestion_body
 from .problems import document_errors
 from .schemas import (
@@ -29,6 +31,7 @@ from .schemas import (
     SessionSuggestSchema,
     SessionViewSchema,
     SpectatorSchema,
+    StreamTicketSchema,
     SuggestionSchema,
     VersionSchema,
 )
@@ -194,7 +197,13 @@ class Events(MethodView):
         With ``wait`` (seconds, capped by the service), the answer waits until there is
         at least one such event or the time is up (long polling)."""
         app, after = app_layer(), query["after"]
-        wait = min(query["wait"], current_app.extensions["ono99.settings"].events_wait_max)
+        settings = current_app.extensions["ono99.settings"]
+        if request.accept_mimetypes.best_match(["application/json", "text/event-stream"]) == "text/event-stream":
+            return _event_stream(app, session_id, query, settings.sse_heartbeat)
+        if query["ticket"] is not None:
+            raise ServiceError("invalid_request", "a stream ticket opens an event stream only "
+                               "(Accept: text/event-stream)", field="ticket")
+        wait = min(query["wait"], settings.events_wait_max)
         cursor = app.events(session_id, _token(), after)
         if wait <= 0:
             return json_response({"events": cursor.read().events})
@@ -277,6 +286,54 @@ class Record(MethodView):
         A seat's token gets what that seat may see while the game runs, and everything
         once it is over; the service key gets everything."""
         return json_response(app_layer().record(session_id, _token()))
+
+
+def _event_stream(app: Any, session_id: str, query: dict[str, Any], heartbeat: float) -> Response:
+    """The caller's events as Server-Sent Events (service/http_api/streams.py): after
+    ``after`` or the ``Last-Event-ID`` a reconnecting browser sends, by the seat token or
+    a stream ticket. Errors (401, 404, 429 past the worker's waiters) answer before the
+    stream starts; 204 when the game is over and nothing follows (a browser's
+    EventSource then stops reconnecting)."""
+    after = query["after"]
+    resumed = request.headers.get("Last-Event-ID", "").strip()
+    if resumed:
+        if not resumed.isdigit() or len(resumed) > 10:
+            raise ServiceError("invalid_request", "Last-Event-ID is the version of the last message received",
+                               field="Last-Event-ID")
+        after = max(after, int(resumed))
+    ticket = query["ticket"]
+    cursor = app.events(session_id, None if ticket else _token(), after, ticket)
+    waiters = current_app.extensions["ono99.waiters"]
+    waiting = contextlib.ExitStack()
+    changed = waiting.enter_context(waiters.waiting(session_id))
+    try:
+        first = cursor.read(shared=waiters.wakes(session_id))
+        if not first.events and cursor.finished():
+            waiting.close()
+            return Response(status=204)
+    except BaseException:
+        waiting.close()
+        raise
+    response = Response(streams.stream(cursor, waiters, session_id, heartbeat, first, changed, waiting),
+                        mimetype="text/event-stream",
+                        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+    response.call_on_close(waiting.close)
+    return response
+
+
+@blp.route("/<session_id>/stream-ticket")
+class StreamTicket(MethodView):
+    @blp.response(201, StreamTicketSchema)
+    @blp.doc(security=AUTH)
+    @document_errors(blp, 401, 404, 503)
+    @blp.doc(operationId="makeStreamTicket")
+    def post(self, session_id: str) -> Response:
+        """A short-lived ticket that opens this token's event stream from a browser
+        (``GET .../events?ticket=…`` with ``Accept: text/event-stream``), so that the
+        token itself never goes in a URL."""
+        app = app_layer()
+        ticket = app.stream_ticket(session_id, _token())
+        return json_response({"ticket": ticket, "expires_in": app.stream_ticket_seconds}, 201)
 
 
 @blp.route("/<session_id>/suggest")

@@ -1,0 +1,254 @@
+"""Server-Sent Events against real servers (gunicorn's gevent worker, Valkey): a seat's
+stream shows each version as it is committed, redacted for it, resumes with
+Last-Event-ID without gaps or repeats, beats, ends at game over and at once on deletion;
+stream tickets open it without the token in a URL; streams count against the worker's
+waiters; CORS lets the pages of ONO99_CORS_ORIGINS in, and only them; and an
+EventSource in headless Chromium sees a bot's move arrive."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import threading
+import time
+
+import pytest
+import requests
+import sseclient
+
+from tests.conftest import SERVICE_KEY, start_http
+from tests.test_docs_page import DevTools, find_chromium
+
+pytestmark = pytest.mark.slow
+PAGE_PORT_HOST = "127.0.0.1"
+
+
+class _Page(http.server.BaseHTTPRequestHandler):
+    body = b""
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.end_headers()
+        self.wfile.write(self.body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def page_server():
+    server = http.server.ThreadingHTTPServer((PAGE_PORT_HOST, 0), _Page)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server
+    server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def http_server(page_server):
+    from service.embedded_redis import start_embedded
+
+    store = start_embedded()
+    origin = f"http://{PAGE_PORT_HOST}:{page_server.server_address[1]}"
+    server = start_http(store.connection_url, workers=1, ONO99_CREATES_PER_MINUTE="0", ONO99_ACTIONS_PER_SECOND="0",
+                        ONO99_SSE_HEARTBEAT="1", ONO99_HTTP_WAITERS="6", ONO99_CORS_ORIGINS=origin)
+    yield server, origin
+    server.stop()
+    store.stop()
+
+
+def auth(token):
+    return {"Authorization": f"Bearer {token}"}
+
+
+def create(server, **body):
+    answer = requests.post(f"{server.url}/v1/sessions", json={
+        "rules": {"edition": "2022"}, "players": ["ann", {"id": "cpu", "bot": {"kind": "heuristic"}}], "seed": 5,
+        **body}, timeout=10)
+    assert answer.status_code == 201, answer.text
+    return answer.json()
+
+
+def open_stream(server, sid, headers, after=0, **params):
+    return requests.get(f"{server.url}/v1/sessions/{sid}/events", params={"after": after, **params},
+                        headers={"Accept": "text/event-stream", **headers}, stream=True, timeout=30)
+
+
+def act(server, sid, token):
+    view = requests.get(f"{server.url}/v1/sessions/{sid}", headers=auth(token), timeout=10).json()["view"]
+    answer = requests.post(f"{server.url}/v1/sessions/{sid}/actions", headers=auth(token), timeout=10,
+                           json={"action": view["legal_actions"][0]})
+    assert answer.status_code == 200, answer.text
+    return answer.json()
+
+
+@pytest.mark.rules("R-SET-3")
+def test_a_seats_stream_shows_each_version_redacted_and_resumes_without_gaps_or_repeats(http_server):
+    server, _ = http_server
+    made = create(server)
+    sid, ann = made["session_id"], made["seats"]["ann"]
+    response = open_stream(server, sid, auth(ann))
+    assert response.status_code == 200 and response.headers["Content-Type"].startswith("text/event-stream")
+    messages = sseclient.SSEClient(response).events()
+    answer = act(server, sid, ann)  # ann's move, then the bot's, before the answer
+    seen = []
+    while not seen or seen[-1]["version"] < answer["version"]:
+        message = next(messages)
+        assert message.event == "version"
+        data = json.loads(message.data)
+        assert int(message.id) == data["version"] and len(data["chain_hash"]) == 64
+        seen.append(data)
+    response.close()
+    assert [d["version"] for d in seen] == sorted({d["version"] for d in seen})
+    events = [e for d in seen for e in d["events"]]
+    assert any(e["type"] == "played" and e["player"] == "cpu" for e in events)  # the bot's move arrived
+    assert all("card" not in e for e in events if e["type"] == "drew" and e["player"] != "ann")
+    # Resuming where a browser left off: the versions after it, and only them.
+    act(server, sid, ann)
+    last = seen[-1]["version"]
+    resumed = open_stream(server, sid, {**auth(ann), "Last-Event-ID": str(last)})
+    first = next(sseclient.SSEClient(resumed).events())
+    resumed.close()
+    assert int(first.id) == last + 1
+
+
+def test_a_stream_beats_when_idle_ends_at_game_over_and_then_answers_204(http_server):
+    server, _ = http_server
+    made = create(server)
+    sid, ann = made["session_id"], made["seats"]["ann"]
+    idle = open_stream(server, sid, auth(ann), after=1)
+    lines = idle.iter_lines()
+    started = time.monotonic()
+    assert next(line for line in lines if line.startswith(b":")) == b": heartbeat"  # ONO99_SSE_HEARTBEAT=1
+    assert time.monotonic() - started < 5
+    idle.close()
+    stream = open_stream(server, sid, auth(ann))
+    messages = sseclient.SSEClient(stream).events()
+    deadline = time.monotonic() + 60
+    while requests.get(f"{server.url}/v1/sessions/{sid}", headers=auth(ann), timeout=10).json()["view"][
+            "status"] == "playing":
+        assert time.monotonic() < deadline
+        act(server, sid, ann)
+    last, ended = 0, None
+    for message in messages:
+        if message.event == "end":
+            ended = json.loads(message.data)
+            break
+        last = int(message.id)
+    assert ended == {"reason": "game_over"}
+    after = open_stream(server, sid, {**auth(ann), "Last-Event-ID": str(last)})
+    assert after.status_code == 204  # a browser's EventSource stops reconnecting
+
+
+def test_a_stream_ends_at_once_when_the_session_is_deleted(http_server):
+    server, _ = http_server
+    made = create(server)
+    sid = made["session_id"]
+    stream = open_stream(server, sid, auth(made["seats"]["ann"]), after=1)
+    time.sleep(0.5)
+    deleted_at = time.monotonic()
+    assert requests.delete(f"{server.url}/v1/sessions/{sid}", headers=auth(SERVICE_KEY), timeout=10).status_code == 204
+    ended = next(m for m in sseclient.SSEClient(stream).events() if m.event == "end")
+    assert json.loads(ended.data)["reason"] == "not_found" and time.monotonic() - deleted_at < 5
+
+
+def test_stream_tickets_open_a_stream_without_the_token_and_only_their_own(http_server):
+    server, _ = http_server
+    made, other = create(server), create(server)
+    sid, ann = made["session_id"], made["seats"]["ann"]
+    ticket = requests.post(f"{server.url}/v1/sessions/{sid}/stream-ticket", headers=auth(ann), timeout=10)
+    assert ticket.status_code == 201 and ticket.json()["expires_in"] == 300
+    opened = open_stream(server, sid, {}, after=1, ticket=ticket.json()["ticket"])
+    assert opened.status_code == 200
+    opened.close()
+    for sid_, value in ((other["session_id"], ticket.json()["ticket"]), (sid, "no-such-ticket")):
+        assert open_stream(server, sid_, {}, after=1, ticket=value).status_code == 401
+    plain = requests.get(f"{server.url}/v1/sessions/{sid}/events", params={"ticket": ticket.json()["ticket"]},
+                         timeout=10)
+    assert plain.status_code == 400 and plain.json()["field"] == "ticket"  # a ticket opens streams only
+    assert requests.post(f"{server.url}/v1/sessions/{sid}/stream-ticket", timeout=10).status_code == 401
+
+
+def test_streams_count_against_the_workers_waiters(throwaway_redis):
+    server = start_http(throwaway_redis, workers=1, ONO99_CREATES_PER_MINUTE="0", ONO99_HTTP_WAITERS="3",
+                        ONO99_SSE_HEARTBEAT="1")
+    try:
+        _held_streams_and_then_one_more(server)
+    finally:
+        server.stop()
+
+
+def _held_streams_and_then_one_more(server):
+    made = create(server)
+    sid, ann = made["session_id"], made["seats"]["ann"]
+    held = [open_stream(server, sid, auth(ann), after=1) for _ in range(3)]  # ONO99_HTTP_WAITERS=3
+    try:
+        assert all(r.status_code == 200 for r in held)
+        refused = open_stream(server, sid, auth(ann), after=1)
+        assert refused.status_code == 429 and refused.json()["limit"] == 3
+        poll = requests.get(f"{server.url}/v1/sessions/{sid}/events", params={"after": 1, "wait": 5},
+                            headers=auth(ann), timeout=10)
+        assert poll.status_code == 429  # streams and long polls share the limit
+        assert requests.get(f"{server.url}/healthz", timeout=5).status_code == 200  # other calls go on
+    finally:
+        for r in held:
+            r.close()
+    deadline = time.monotonic() + 10  # the worker lets the closed ones go
+    while open_stream(server, sid, auth(ann), after=1).status_code != 200:
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+
+
+def test_cors_lets_in_the_configured_origin_only(http_server):
+    server, origin = http_server
+    made = create(server)
+    url = f"{server.url}/v1/sessions/{made['session_id']}/stream-ticket"
+    preflight = {"Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "authorization"}
+    allowed = requests.options(url, headers={"Origin": origin, **preflight}, timeout=5)
+    assert allowed.headers.get("Access-Control-Allow-Origin") == origin
+    assert "authorization" in allowed.headers.get("Access-Control-Allow-Headers", "").lower()
+    stranger = requests.options(url, headers={"Origin": "http://evil.example", **preflight}, timeout=5)
+    assert "Access-Control-Allow-Origin" not in stranger.headers
+
+
+def test_an_eventsource_in_headless_chromium_sees_a_bots_move_arrive(http_server, page_server, tmp_path):
+    browser = find_chromium()
+    if browser is None:
+        pytest.skip("no Chromium (Debian: apt-get install chromium)")
+    server, origin = http_server
+    made = create(server)
+    sid, ann = made["session_id"], made["seats"]["ann"]
+    _Page.body = f"""<!doctype html><script>
+      window.got = [];
+      fetch("{server.url}/v1/sessions/{sid}/stream-ticket", {{method: "POST",
+            headers: {{"Authorization": "Bearer {ann}"}}}})
+        .then(r => r.json())
+        .then(t => {{
+          const source = new EventSource("{server.url}/v1/sessions/{sid}/events?after=1&ticket=" + t.ticket);
+          source.onopen = () => window.got.push("open");
+          source.addEventListener("version", m => window.got.push(JSON.parse(m.data)));
+          source.onerror = () => window.got.push("error");
+        }});
+    </script>""".encode()
+    chromium = DevTools(browser, ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                                  f"--user-data-dir={tmp_path / 'profile'}", "--disable-background-networking"],
+                        tmp_path / "chromium.log")
+    try:
+        target = chromium.call("Target.createTarget", {"url": "about:blank"})["targetId"]
+        page = chromium.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+        chromium.call("Page.navigate", {"url": f"{origin}/"}, page)
+        deadline = time.monotonic() + 30
+        while "open" not in (chromium.evaluate(page, "window.got") or []):
+            assert time.monotonic() < deadline, chromium.evaluate(page, "window.got")
+            time.sleep(0.2)
+        act(server, sid, ann)  # the bot answers ann's move
+        while True:
+            got = chromium.evaluate(page, "window.got") or []
+            events = [e for m in got if isinstance(m, dict) for e in m["events"]]
+            if any(e["type"] == "played" and e["player"] == "cpu" for e in events):
+                break
+            assert time.monotonic() < deadline, got
+            time.sleep(0.2)
+    finally:
+        chromium.close()
+    assert "error" not in got
