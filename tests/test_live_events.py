@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import http.server
 import json
+import re
 import threading
 import time
 
@@ -16,7 +17,7 @@ import pytest
 import requests
 import sseclient
 
-from tests.conftest import SERVICE_KEY, start_http
+from tests.conftest import ROOT, SERVICE_KEY, start_http
 from tests.test_docs_page import DevTools, find_chromium
 
 pytestmark = pytest.mark.slow
@@ -218,17 +219,16 @@ def test_an_eventsource_in_headless_chromium_sees_a_bots_move_arrive(http_server
     server, origin = http_server
     made = create(server)
     sid, ann = made["session_id"], made["seats"]["ann"]
-    _Page.body = f"""<!doctype html><script>
+    # The page runs docs/API.md's EventSource example as written, with its names filled in.
+    example = re.search(r"^```js\n(.*?)^```", (ROOT / "docs" / "API.md").read_text(), re.M | re.S)
+    assert example is not None
+    _Page.body = f"""<!doctype html><script type="module">
       window.got = [];
-      fetch("{server.url}/v1/sessions/{sid}/stream-ticket", {{method: "POST",
-            headers: {{"Authorization": "Bearer {ann}"}}}})
-        .then(r => r.json())
-        .then(t => {{
-          const source = new EventSource("{server.url}/v1/sessions/{sid}/events?after=1&ticket=" + t.ticket);
-          source.onopen = () => window.got.push("open");
-          source.addEventListener("version", m => window.got.push(JSON.parse(m.data)));
-          source.onerror = () => window.got.push("error");
-        }});
+      const base = "{server.url}", id = "{sid}", token = "{ann}";
+      const show = (data) => window.got.push(data);
+      {example.group(1)}
+      source.onopen = () => window.got.push("open");
+      source.onerror = () => window.got.push("error");
     </script>""".encode()
     chromium = DevTools(browser, ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
                                   f"--user-data-dir={tmp_path / 'profile'}", "--disable-background-networking"],
