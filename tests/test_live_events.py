@@ -252,3 +252,39 @@ def test_an_eventsource_in_headless_chromium_sees_a_bots_move_arrive(http_server
     finally:
         chromium.close()
     assert "error" not in got
+
+
+def test_a_stream_waits_out_a_redis_restart_and_goes_on_from_the_last_version_sent(tmp_path):
+    from service.embedded_redis import start_embedded
+
+    store = start_embedded(data_dir=tmp_path / "data")
+    port = int(store.connection_url.rsplit(":", 1)[1].split("/")[0])
+    server = start_http(store.connection_url, workers=1, ONO99_CREATES_PER_MINUTE="0", ONO99_SSE_HEARTBEAT="1",
+                        ONO99_REDIS_BREAKER_RESET="0.5")
+    try:
+        made = create(server)
+        sid, ann = made["session_id"], made["seats"]["ann"]
+        stream = open_stream(server, sid, auth(ann), after=1)
+        messages = sseclient.SSEClient(stream).events()
+        before = act(server, sid, ann)["version"]
+        while int(next(messages).id) < before:
+            pass
+        store.stop()
+        time.sleep(2)  # the stream finds the store gone, and waits
+        store = start_embedded(data_dir=tmp_path / "data", port=port)
+        deadline = time.monotonic() + 20
+        while True:  # the server's breaker and pool recover
+            try:
+                after = act(server, sid, ann)["version"]
+                break
+            except AssertionError:
+                assert time.monotonic() < deadline
+                time.sleep(0.5)
+        seen = []
+        while not seen or seen[-1] < after:
+            seen.append(int(next(messages).id))
+        assert seen == list(range(before + 1, after + 1))  # no version skipped or sent twice
+        stream.close()
+    finally:
+        server.stop()
+        store.stop()
