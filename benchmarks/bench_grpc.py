@@ -20,8 +20,15 @@ Apply is measured two ways:
 - ``apply_cold``: the same request over and over, whose state the server never
   returned: every call decodes and validates the state in full.
 
+The load generator is printed first. The Python client shares the two cores with the
+servers; where ``h2load`` (Debian ``nghttp2-client``) is installed, the fixed-request
+targets (echo and apply_cold) are also loaded by it, a client in C that sends the gRPC
+frames over HTTP/2 (``h2load_*`` figures; it cannot follow games, so ``apply`` is the
+Python client's only).
+
 The last line is one JSON object: ``ratio_apply`` is apply/echo, ``ratio_apply_cold``
-apply_cold/echo.
+apply_cold/echo (both the Python client's), ``h2load_ratio_apply_cold`` the same under
+h2load.
 """
 
 from __future__ import annotations
@@ -38,8 +45,12 @@ import itertools  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import random  # noqa: E402
+import re  # noqa: E402
+import shutil  # noqa: E402
 import statistics  # noqa: E402
+import struct  # noqa: E402
 import subprocess  # noqa: E402
+import tempfile  # noqa: E402
 import time  # noqa: E402
 
 import grpc  # noqa: E402
@@ -89,6 +100,31 @@ def load(port: int, seconds: float, clients: int, method: str, sequences: list[l
             "p99_ms": round(flat[int(len(flat) * 0.99) - 1] * 1000, 2), "calls": len(flat)}
 
 
+def h2load_load(h2load: str, port: int, method: str, body: Path, seconds: float, clients: int) -> dict[str, float]:
+    """One h2load run: one HTTP/2 connection with ``clients`` concurrent streams, each
+    sending the gRPC frame in ``body`` to ``method`` for ``seconds``. Every answer must be
+    a 200 (a gRPC error would be one too: the request was checked beforehand)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        log_file = Path(tmp) / "requests.log"
+        done = subprocess.run([h2load, "-D", str(max(1, round(seconds))), "-c", "1", "-m", str(clients),
+                               "-H", "content-type: application/grpc", "-H", "te: trailers", "-d", str(body),
+                               "--log-file", str(log_file), f"http://127.0.0.1:{port}{method}"],
+                              capture_output=True, text=True, check=True)
+        rows = [line.split("\t") for line in log_file.read_text().splitlines()]
+    found = re.search(r"finished in ([0-9.]+)s, ([0-9.]+) req/s", done.stdout)
+    failed = re.search(r"(\d+) failed, (\d+) errored", done.stdout)
+    if found is None or failed is None or any(row[1] != "200" for row in rows) or failed.group(1) != "0":
+        raise SystemExit(f"h2load: failed requests\n{done.stdout}")
+    latencies = sorted(int(row[2]) for row in rows)
+    return {"calls_per_s": round(float(found.group(2)), 1), "p50_ms": round(latencies[len(latencies) // 2] / 1000, 2),
+            "p99_ms": round(latencies[int(len(latencies) * 0.99) - 1] / 1000, 2), "calls": len(latencies)}
+
+
+def grpc_frame(message: bytes) -> bytes:
+    """A gRPC message as it goes in an HTTP/2 body: not compressed, its length, itself."""
+    return b"\x00" + struct.pack(">I", len(message)) + message
+
+
 def apply_request() -> pb.ApplyRequest:
     """A 4-player 2022 state a third of the way in, with a legal action."""
     rng = random.Random(3)
@@ -134,13 +170,21 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5, help="rounds per target, interleaved; the best counts")
     parser.add_argument("--clients", type=int, default=16)
     args = parser.parse_args()
+    h2load = shutil.which("h2load")
+    print("load: a Python asyncio client (one channel, --clients concurrent calls)"
+          + (", and h2load for the fixed requests" if h2load else
+             "; h2load not found (Debian: apt-get install nghttp2-client): no h2load figures"), flush=True)
     raw = apply_request().SerializeToString()
+    body = Path(tempfile.mkdtemp(prefix="ono99-grpc-")) / "request.bin"
+    body.write_bytes(grpc_frame(raw))
     games = [game_requests(8, seed=c + 1) for c in range(args.clients)]
     game_bytes = [len(r) for g in games for r in g]
     apply_method = "/ono99.v1.GameService/Apply"
     targets = {"echo": ("/bench.Echo/Echo", [[raw]]), "apply": (apply_method, games),
                "apply_cold": (apply_method, [[raw]])}
     rounds: dict[str, list[dict[str, float]]] = {name: [] for name in targets}
+    if h2load:
+        rounds.update({"h2load_echo": [], "h2load_apply_cold": []})
     echo_port, service_port = free_port(), free_port()
     servers = [start([str(ROOT / "benchmarks" / "bare_grpc.py"), str(echo_port)], echo_port),
                start(["-m", "service.cli", "grpc", "--no-sessions", "--grpc-port", str(service_port)], service_port)]
@@ -150,6 +194,9 @@ def main() -> None:
             for name, (method, sequences) in targets.items():
                 port = echo_port if name == "echo" else service_port
                 rounds[name].append(load(port, args.seconds, args.clients, method, sequences))
+                if h2load and name != "apply":
+                    rounds[f"h2load_{name}"].append(h2load_load(h2load, port, method, body, args.seconds,
+                                                                args.clients))
             print(f"round {r + 1}/{args.rounds}: " + ", ".join(
                 f"{name} {max(x['calls_per_s'] for x in rs):,.0f} calls/s" for name, rs in rounds.items())
                 + " (best so far)", flush=True)
@@ -165,6 +212,11 @@ def main() -> None:
     figures["apply_message_bytes_mean"] = round(statistics.mean(game_bytes))
     figures["ratio_apply"] = round(results["apply"]["calls_per_s"] / results["echo"]["calls_per_s"], 3)
     figures["ratio_apply_cold"] = round(results["apply_cold"]["calls_per_s"] / results["echo"]["calls_per_s"], 3)
+    figures["load_generator"] = "python asyncio client" + (" and h2load" if h2load else "")
+    if h2load:
+        figures["h2load_ratio_apply_cold"] = round(
+            results["h2load_apply_cold"]["calls_per_s"] / results["h2load_echo"]["calls_per_s"], 3)
+        print(f"h2load: ratio apply_cold/echo {figures['h2load_ratio_apply_cold']}")
     print(f"echo message {len(raw)} bytes; game requests {figures['apply_message_bytes_mean']} bytes on average")
     print(f"ratio apply/echo {figures['ratio_apply']} (games), {figures['ratio_apply_cold']} (cold)")
     print(json.dumps(figures))

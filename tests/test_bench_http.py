@@ -36,7 +36,7 @@ def check_figures(figures: dict) -> None:
     assert figures["ratio_apply"] == round(figures["apply_requests_per_s"] / figures["bare_requests_per_s"], 3)
     assert figures["ratio_session_action"] == round(
         figures["session_action_requests_per_s"] / figures["bare_requests_per_s"], 3)
-    assert figures["ratio_session_action_floor"] == round(
+    assert figures["ratio_session_action_vs_redis_floor"] == round(
         figures["session_action_requests_per_s"] / figures["floor_requests_per_s"], 3)
 
 
