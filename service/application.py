@@ -554,9 +554,12 @@ class EventCursor:
         return EventsRead(out, len(batches) == EVENTS_PAGE)
 
     def finished(self) -> bool:
-        """Whether the session's game is over (no event can follow the last one)."""
+        """Whether nothing can follow what this cursor has read: the game is over and the
+        cursor is at its last version (a version that lands between its last read and
+        this check is one more to read)."""
         session = self.sessions.load(self.session_id)
-        return not session.seeding and session.game().status != GameStatus.PLAYING
+        over = not session.seeding and session.game().status != GameStatus.PLAYING
+        return over and session.version <= self.after
 
 
 def _apply_counted(mode: str, state: GameState, action: engine.Action) -> tuple[GameState, list[Event]]:

@@ -288,3 +288,34 @@ def test_a_stream_waits_out_a_redis_restart_and_goes_on_from_the_last_version_se
     finally:
         server.stop()
         store.stop()
+
+
+def test_a_version_after_game_over_ends_a_resumed_stream_and_head_holds_nothing(http_server):
+    server, _ = http_server
+    made = create(server)
+    sid, ann = made["session_id"], made["seats"]["ann"]
+    deadline = time.monotonic() + 60
+    while requests.get(f"{server.url}/v1/sessions/{sid}", headers=auth(ann), timeout=10).json()["view"][
+            "status"] == "playing":
+        assert time.monotonic() < deadline
+        act(server, sid, ann)
+    over = requests.get(f"{server.url}/v1/sessions/{sid}", headers=auth(SERVICE_KEY), timeout=10).json()["version"]
+    reissued = requests.post(f"{server.url}/v1/sessions/{sid}/seats/ann/token", headers=auth(SERVICE_KEY), timeout=10)
+    assert reissued.status_code == 200  # a version after the game's end
+    stream = open_stream(server, sid, {**auth(reissued.json()["token"]), "Last-Event-ID": str(over)})
+    messages = list(sseclient.SSEClient(stream).events())  # the stream ends by itself
+    assert [m.event for m in messages] == ["version", "end"] and int(messages[0].id) == over + 1
+    head = requests.head(f"{server.url}/v1/sessions/{sid}/events", params={"after": 1},
+                         headers={"Accept": "text/event-stream", **auth(reissued.json()["token"])}, timeout=10)
+    assert head.status_code in (200, 204)
+
+
+def test_a_heartbeat_of_zero_seconds_is_refused_at_start(throwaway_redis):
+    from tests.conftest import RunningServer, free_port
+
+    port = free_port()
+    server = RunningServer(["http", "--http-port", str(port), "--workers", "1"],
+                           {"REDIS_URL": throwaway_redis, "ONO99_SSE_HEARTBEAT": "0", "ONO99_LOG_LEVEL": "warning"},
+                           port)
+    assert server.proc.wait(timeout=60) != 0
+    assert "ONO99_SSE_HEARTBEAT" in server.log.read_text()

@@ -314,6 +314,9 @@ def _event_stream(app: Any, session_id: str, query: dict[str, Any], heartbeat: f
     except BaseException:
         waiting.close()
         raise
+    if request.method == "HEAD":  # the headers only: a body nobody reads would wait for ever
+        waiting.close()
+        return Response(mimetype="text/event-stream", headers={"Cache-Control": "no-cache"})
     response = Response(streams.stream(cursor, waiters, session_id, heartbeat, first, changed, waiting),
                         mimetype="text/event-stream",
                         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})

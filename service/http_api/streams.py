@@ -46,6 +46,13 @@ def versions(events: list[dict[str, Any]]) -> Iterator[tuple[int, dict[str, Any]
         yield version, {"version": version, "chain_hash": batch[0].get("chain_hash"), "events": batch}
 
 
+def _finished(cursor: EventCursor) -> bool:
+    try:
+        return cursor.finished()
+    except ServiceError:
+        return False  # the next read says what became of the session
+
+
 def stream(cursor: EventCursor, waiters: Waiters, session_id: str, heartbeat: float, first: EventsRead,
            changed: threading.Event, waiting: contextlib.ExitStack) -> Iterator[bytes]:
     """The SSE body of ``cursor``'s events, from its ``first`` page on; ``changed`` wakes
@@ -70,7 +77,8 @@ def stream(cursor: EventCursor, waiters: Waiters, session_id: str, heartbeat: fl
             for version, data in versions(page.events):
                 yield message("version", data, id=version)
                 over = over or any(e["type"] == "game_over" for e in data["events"])
-            if over:
+            # A version after the game's end (a seat token reissued) ends it too.
+            if over or (page.events and not page.more and _finished(cursor)):
                 yield message("end", {"reason": "game_over"})
                 return
             more, page = page.more, None
