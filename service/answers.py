@@ -164,6 +164,7 @@ SESSION_EVENT_FIELDS: dict[str, tuple[dict[str, object], tuple[str, ...]]] = {
     "turn_started": ({"player": {**PLAYER, "description": "who is to act"},
                       "deadline_ms": {"type": "integer", "description": "the turn's end, epoch ms"}},
                      ("player", "deadline_ms")),
+    "dealt": ({}, ()),
     "seat_token_reissued": ({"player": {**PLAYER, "description": "the seat whose token the service key "
                                                                  "replaced (the old one reads no more)"}},
                             ("player",)),

@@ -11,7 +11,7 @@ import functools
 import logging
 import secrets
 from collections.abc import Callable, Hashable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -48,6 +48,7 @@ from .timers import TurnTimer, now_ms, parse_timer, to_act, turn_started
 from .turns import Step, Turns, entries
 
 log = logging.getLogger("ono99.app")
+T = TypeVar("T")
 
 _json = msgspec.json.Encoder()
 _decode_events = msgspec.json.Decoder(list[dict[str, Any]])
@@ -433,14 +434,16 @@ class Application:
             hashed = self.sessions.store.redeem_ticket(ticket, session_id)
             if hashed is None:
                 raise ServiceError("unauthorized", "the stream ticket is unknown, expired or of another session")
-        reader = self.sessions.read_as(session_id, None, hashed)[1]
-        return EventCursor(self.sessions, session_id, hashed, reader, after)
+        session, reader = self.sessions.read_as(session_id, None, hashed)
+        return EventCursor(self.sessions, session_id, hashed, reader, after, session.version)
 
     def stream_ticket(self, session_id: str, token: str | None) -> str:
         """A ticket that opens the token's event streams (``?ticket=``, for a browser's
         EventSource, which sends no Authorization header) for ``stream_ticket_seconds``,
         without the token in any URL. It reads as the token does, and stops with it."""
-        self.sessions.read_as(session_id, token)
+        reader = self.sessions.read_as(session_id, token)[1]
+        if not reader.full:  # each costs like an action: no seat fills the store with tickets
+            self.admission.check_action(self.sessions.store, session_id, reader.player or f"~{reader.spectator}")
         return self.sessions.store.ticket(session_id, digest(token or ""), self.stream_ticket_seconds)
 
     def record(self, session_id: str, token: str | None) -> dict[str, Any]:
@@ -464,24 +467,43 @@ class Application:
         """A new spectator token for the session, asked for by a seat's token or the service
         key (a spectator's is 403): it reads what a spectator may (no hand, no drawn card)
         and never acts. Its id, for revoking it, is its first 8 characters."""
-        session = self.sessions.load(session_id)
-        self.sessions.authenticate(session, token)
         made = secrets.token_urlsafe(32)
-        if not self.sessions.store.spectator(session_id, made[:SPECTATOR_ID], digest(made), self.spectators_max):
+
+        def add(session: Session, caller: str | None) -> bool:
+            if caller is not None:
+                self.admission.check_action(self.sessions.store, session_id, caller)  # each costs like an action
+            return self.sessions.store.spectator(session_id, session, made[:SPECTATOR_ID],
+                                                 f"{digest(made)}:{caller or ''}", self.spectators_max)
+        if not self._as_read(session_id, token, add):
             raise ServiceError("too_many_requests", f"a session keeps at most {self.spectators_max} spectator "
                                "tokens (ONO99_SPECTATORS_MAX); revoke one first", limit=self.spectators_max)
         log.info("spectator added", extra={"session_id": session_id, "spectator": made[:SPECTATOR_ID]})
         return made
 
+    def _as_read(self, session_id: str, token: str | None, write: Callable[[Session, str | None], T]) -> T:
+        """``write(session, caller)`` for a write outside the versions (a spectator token
+        made or revoked, the session deleted), checked against the version the caller was
+        authenticated at: a token reissued meanwhile is refused, not honoured once more."""
+        for _ in range(5):
+            session = self.sessions.load(session_id)
+            caller = self.sessions.authenticate(session, token)
+            try:
+                return write(session, caller)
+            except Conflict:
+                continue
+        raise ServiceError("version_conflict", "the session kept changing; try again")
+
     def revoke_spectator(self, session_id: str, token: str | None, spectator: str) -> None:
         """Revoke a spectator token by its id (its first 8 characters), by a seat's token or
         the service key: it stops reading at once, its streams included."""
-        session = self.sessions.load(session_id)
-        self.sessions.authenticate(session, token)
         key = spectator[:SPECTATOR_ID]
-        if len(spectator) < SPECTATOR_ID or not self.sessions.store.spectator(session_id, key, "", 0):
+        match = "" if len(spectator) == SPECTATOR_ID else digest(spectator)  # the id, or the whole token
+
+        def revoke(session: Session, _caller: str | None) -> bool:
+            return self.sessions.store.spectator(session_id, session, key, "", match=match)
+        if len(spectator) < SPECTATOR_ID or not self._as_read(session_id, token, revoke):
             raise ServiceError("not_found", "no spectator token of this session has that id (its first "
-                               f"{SPECTATOR_ID} characters)")
+                               f"{SPECTATOR_ID} characters) or is that token")
         log.info("spectator revoked", extra={"session_id": session_id, "spectator": key})
 
     def reissue_seat_token(self, session_id: str, token: str | None, player: str) -> Then[tuple[Versioned, str]]:
@@ -500,7 +522,8 @@ class Application:
                 raise ServiceError("invalid_request", detail, field="player")
             state = None if session.seeding else session.game()
             step = Step([{"type": "seat_token_reissued", "player": player}], "service", player)
-            change = self.turns.write(session, state, state, [step], seats={**session.seats, player: digest(made)})
+            change = self.turns.write(session, state, state, [step], seats={**session.seats, player: digest(made)},
+                                      revoke_by=player)  # and the spectator tokens the old one asked for
 
             def landed(version: int) -> Then[tuple[Versioned, str]]:
                 log.info("seat token reissued", extra={"session_id": session_id, "version": version,
@@ -514,9 +537,8 @@ class Application:
 
     def delete_session(self, session_id: str, token: str | None) -> None:
         """End a session (any seat of it, or the service key)."""
-        session = self.sessions.load(session_id)
-        self.sessions.authenticate(session, token)
-        self.sessions.store.delete(session_id, self.turns.record_retention)  # its record stays that long
+        self._as_read(session_id, token, lambda session, _caller: self.sessions.store.delete(
+            session_id, session, self.turns.record_retention))  # its record stays that long
         log.info("session deleted", extra={"session_id": session_id})
 
 
@@ -526,7 +548,9 @@ class EventCursor:
     of them, and moves on past them. Every read authenticates ``token`` again: a revoked
     or reissued token stops reading at once (``unauthorized``)."""
 
-    def __init__(self, sessions: Sessions, session_id: str, hashed: str | None, reader: Reader, after: int) -> None:
+    def __init__(self, sessions: Sessions, session_id: str, hashed: str | None, reader: Reader, after: int,
+                 opened_at: int) -> None:
+        self.opened_at = opened_at  # the session's version when the cursor was opened
         self.sessions = sessions
         self.session_id = session_id
         self.hashed = hashed  # the reader's token, by its hash

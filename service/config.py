@@ -71,13 +71,15 @@ class Settings:
     timers: bool = True
     events_wait_max: float = 30.0
     http_waiters: int = 500
+    http_waiters_per_peer: int = 50
+    sse_max_seconds: float = 3600.0
     timer_interval: float = 0.1
     timer_threads: int = 4
     record_key: str | None = None
     record_retention: int = 86_400
     seed_seconds_max: int = 600
     spectators_max: int = 100
-    stream_ticket_seconds: int = 300
+    stream_ticket_seconds: int = 60
     sse_heartbeat: float = 15.0
     cors_origins: str | None = None
     log_level: str = "info"

@@ -132,11 +132,14 @@ class Waiters:
     """The requests of one HTTP worker waiting for their session's next version (long
     polling): one pattern subscription (``PATTERN``, started with the first waiter, on a
     plain redis-py client: gevent's, in a gevent worker) wakes the waiters of each
-    session that moves on. At most ``limit`` wait at once; beyond, 429."""
+    session that moves on. At most ``limit`` wait at once, and ``per_peer`` from one
+    client address (0: no such limit); beyond, 429."""
 
-    def __init__(self, connect: Callable[[], Any], limit: int) -> None:
+    def __init__(self, connect: Callable[[], Any], limit: int, per_peer: int = 0) -> None:
         self.connect = connect
         self.limit = limit
+        self.per_peer = per_peer
+        self._peers: dict[str, int] = {}
         self._lock = threading.Lock()
         self._waiting: dict[str, set[threading.Event]] = {}
         self._wakes: dict[str, int] = {}  # per session waited on: the messages heard so far
@@ -150,13 +153,18 @@ class Waiters:
         return self._wakes.get(session_id, 0)
 
     @contextlib.contextmanager
-    def waiting(self, session_id: str) -> Iterator[threading.Event]:
-        """An event set whenever the session commits a version (429 past the limit)."""
+    def waiting(self, session_id: str, peer: str = "") -> Iterator[threading.Event]:
+        """An event set whenever the session commits a version (429 past the limits)."""
         changed = threading.Event()
         with self._lock:
             if self.count >= self.limit:
                 raise ServiceError("too_many_requests", f"this server holds its limit of {self.limit} waiting "
                                    "requests; try again without wait, or later", limit=self.limit, retry_after=1)
+            mine = self._peers.get(peer, 0)
+            if self.per_peer and mine >= self.per_peer:
+                raise ServiceError("too_many_requests", f"at most {self.per_peer} waiting requests and event "
+                                   "streams per client address", limit=self.per_peer, retry_after=1)
+            self._peers[peer] = mine + 1
             self.count += 1
             self._waiting.setdefault(session_id, set()).add(changed)
             if self._listener is None:
@@ -167,6 +175,11 @@ class Waiters:
         finally:
             with self._lock:
                 self.count -= 1
+                left = self._peers[peer] - 1
+                if left:
+                    self._peers[peer] = left
+                else:
+                    del self._peers[peer]
                 waiters = self._waiting[session_id]
                 waiters.discard(changed)
                 if not waiters:

@@ -107,8 +107,8 @@ class Sessions:
         for player, seat_hash in seats.items():  # every hash compared, in constant time
             if hmac.compare_digest(hashed, seat_hash):
                 found = Reader(player=player)
-        for spectator, spectator_hash in spectators.items():
-            if hmac.compare_digest(hashed, spectator_hash):
+        for spectator, entry in spectators.items():  # '<hash>:<the seat that asked for it>'
+            if hmac.compare_digest(hashed, entry[:64]):
                 found = Reader(spectator=spectator)
         if found is None:
             raise ServiceError("unauthorized", "the token is no seat or spectator token of this session")

@@ -54,6 +54,7 @@ log = logging.getLogger("ono99.store")
 # absent: unchanged): expected (the version the change was decided at), state, chain,
 # ttl (new idle seconds, kept), ttl_ms (absent: leave the time to live as it is), key
 # and answer (an idempotency record), channel (the live channel), bots, timeouts, fair, seats,
+# revoke_by (a seat whose spectator tokens go with its reissued token),
 # deadline ('0': none runs), forced (a timekeeper's forced move, its clock in epoch ms:
 # apply only if the deadline has passed and the player's action is not in flight).
 _COMMIT = """
@@ -75,6 +76,16 @@ if f.bots then redis.call('HSET', KEYS[1], 'bots', f.bots) end
 if f.timeouts then redis.call('HSET', KEYS[1], 'timeouts', f.timeouts) end
 if f.fair then redis.call('HSET', KEYS[1], 'fair', f.fair) end
 if f.seats then redis.call('HSET', KEYS[1], 'seats', f.seats) end
+if f.revoke_by then
+  local raw = redis.call('HGET', KEYS[1], 'spectators')
+  if raw and raw ~= '' and raw ~= '{}' then
+    local all, kept, count = cjson.decode(raw), {}, 0
+    for id, entry in pairs(all) do
+      if string.sub(entry, 66) ~= f.revoke_by then kept[id] = entry; count = count + 1 end
+    end
+    redis.call('HSET', KEYS[1], 'spectators', count == 0 and '{}' or cjson.encode(kept))
+  end
+end
 for i = first, #ARGV, 2 do
   redis.call('RPUSH', KEYS[2], ARGV[i])
   redis.call('RPUSH', KEYS[4], ARGV[i + 1])
@@ -151,11 +162,13 @@ return 1
 """
 
 
-# KEYS: game, events, idem, record. ARGV: retention ms, live channel. A session ends: with
-# a retention its game hash is marked deleted (no call finds the session any more) and
-# it, its events and its record stay that long for GET .../record; else all goes at once.
+# KEYS: game, events, idem, record. ARGV: retention ms, live channel, the version the
+# caller was authenticated at. A session ends: with a retention its game hash is marked
+# deleted (no call finds the session any more) and it, its events and its record stay
+# that long for GET .../record; else all goes at once. -2: the session moved on.
 _DELETE = """
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('HEXISTS', KEYS[1], 'deleted') == 1 then return 0 end
+if redis.call('HGET', KEYS[1], 'version') ~= ARGV[3] then return -2 end
 if tonumber(ARGV[1]) > 0 then
   redis.call('HSET', KEYS[1], 'deleted', 1)
   for _, key in ipairs({KEYS[1], KEYS[2], KEYS[4]}) do redis.call('PEXPIRE', key, ARGV[1]) end
@@ -167,18 +180,22 @@ redis.call('PUBLISH', ARGV[2], 0)
 return 1
 """
 
-# KEYS: game. ARGV: a spectator token's id and hash (hash '' to revoke the id), the most
-# spectators a session keeps, the live channel. -1: no such session; 0: refused (full, or
-# no such id to revoke); 1: done. A revocation wakes the session's waiting readers, so
-# that a stream of the revoked token ends at once.
+# KEYS: game. ARGV: a spectator token's id and its entry ('<hash>:<seat that asked>'; ''
+# to revoke the id), the most spectators a session keeps, the live channel, the version
+# the caller was authenticated at, and to revoke by the whole token its hash ('': by id).
+# -1: no such session; -2: the session moved on (authenticate again: a seat token may
+# have been reissued); 0: refused (full, or no such token to revoke); 1: done. A
+# revocation wakes the session's waiting readers, so that its streams end at once.
 _SPECTATORS = """
 if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('HEXISTS', KEYS[1], 'deleted') == 1 then return -1 end
+if redis.call('HGET', KEYS[1], 'version') ~= ARGV[5] then return -2 end
 local raw = redis.call('HGET', KEYS[1], 'spectators')
 local all = (raw and raw ~= '') and cjson.decode(raw) or {}
 local count = 0
 for _ in pairs(all) do count = count + 1 end
 if ARGV[2] == '' then
-  if not all[ARGV[1]] then return 0 end
+  local entry = all[ARGV[1]]
+  if not entry or (ARGV[6] ~= '' and string.sub(entry, 1, 64) ~= ARGV[6]) then return 0 end
   all[ARGV[1]] = nil
   count = count - 1
 else
@@ -233,7 +250,7 @@ class Session:
     recorded: bytes | None = None  # the answer recorded for the idempotency key read with it
     chain: str | None = None  # the chain hash of ``version`` (engine.records); None: no record is kept
     fair: Fair | None = None  # a fair session's secret and seeds (service.fairness); None: not fair
-    spectators: dict[str, str] = field(default_factory=dict)  # spectator token id to the token's SHA-256
+    spectators: dict[str, str] = field(default_factory=dict)  # spectator id to '<SHA-256 of its token>:<seat>'
 
     def people(self) -> set[str]:
         """The players with a seat token: every seat but those made for a bot."""
@@ -271,6 +288,7 @@ class Change:
     ttl: int | None = None  # the session's new idle seconds (the game is over: its record is kept longer)
     fair: Fair | None = None  # a fair session's new part (a seed sent, the deal)
     seats: dict[str, str] | None = None  # the seat tokens' hashes (one reissued)
+    revoke_by: str | None = None  # a reissued seat: the spectator tokens it asked for are revoked
     bots: dict[str, BotSettings] | None = None
     timeouts: dict[str, int] | None = None
     deadline: int | None = None  # 0: no timer runs
@@ -545,6 +563,8 @@ class SessionStore:
             named["fair"] = _encode.encode(change.fair)
         if change.seats is not None:
             named["seats"] = _encode.encode(change.seats)
+        if change.revoke_by is not None:
+            named["revoke_by"] = change.revoke_by
         if change.deadline is not None:
             named["deadline"] = change.deadline
         if change.forced_at is not None:
@@ -677,13 +697,18 @@ class SessionStore:
             keys=[f"ono99:rate:{key}"], args=[round(interval), round(interval * (burst - 1))]))
         return int(wait_ms) / 1000.0
 
-    def spectator(self, session_id: str, spectator: str, token_hash: str, most: int) -> bool:
-        """Add a spectator token (``token_hash`` ''): revoke ``spectator``); False when the
-        session keeps ``most`` already (or, revoking, has no such spectator)."""
+    def spectator(self, session_id: str, read: Session, spectator: str, entry: str, most: int = 0,
+                  match: str = "") -> bool:
+        """Add a spectator token (``entry``, see _SPECTATORS; '': revoke ``spectator``,
+        whose hash must be ``match`` when given) to the session as ``read``; False when it
+        keeps ``most`` already (or, revoking, has no such token). Conflict when the
+        session moved on since it was read."""
         found = self._call("spectators", lambda: self._spectators(
-            keys=[keys(session_id)[0]], args=[spectator, token_hash, most, live_channel(session_id)]))
+            keys=[keys(session_id)[0]], args=[spectator, entry, most, live_channel(session_id), read.version, match]))
         if found == -1:
             raise ServiceError("not_found", f"no session {session_id!r} (unknown or expired)")
+        if found == -2:
+            raise Conflict(read.version)
         return bool(found)
 
     def ticket(self, session_id: str, token_hash: str, seconds: int) -> str:
@@ -704,12 +729,16 @@ class SessionStore:
         owner, _, token_hash = found.decode().partition(" ")
         return token_hash if owner == session_id else None
 
-    def delete(self, session_id: str, retain: int = 0) -> bool:
-        """End a session (and its timer), keeping its record ``retain`` seconds (see
-        _DELETE); False if it did not exist. Its live channel hears of it, so that every
-        stream and long poll waiting on it ends at once."""
+    def delete(self, session_id: str, read: Session, retain: int = 0) -> bool:
+        """End the session as ``read`` (Conflict if it moved on since), and its timer,
+        keeping its record ``retain`` seconds (see _DELETE); False if it did not exist.
+        Its live channel hears of it, so that every stream and long poll waiting on it
+        ends at once."""
         def work() -> Any:
-            found = self._delete(keys=list(keys(session_id)), args=[retain * 1000, live_channel(session_id)])
+            found = self._delete(keys=list(keys(session_id)),
+                                 args=[retain * 1000, live_channel(session_id), read.version])
+            if found == -2:
+                raise Conflict(read.version)
             timers = self.timers_key(session_id)
             if timers:
                 self.client.zrem(timers, keys(session_id)[0])

@@ -192,7 +192,8 @@ class Turns:
         dealt = msgspec.structs.replace(session.fair, dealt=True)
         state, events = dealt.deal()
         steps = [step] if step.events else []
-        steps.append(Step(events, "timer" if fields.get("forced_at") else "service", None, [{"type": records.DEAL}]))
+        steps.append(Step([{"type": "dealt"}, *events], "timer" if fields.get("forced_at") else "service", None,
+                          [{"type": records.DEAL}]))
         if session.timer is None:
             fields["deadline"] = 0  # the seeding's deadline is over; no turn timer follows it
         return self.write(session, None, state, steps, fair=dealt, **fields), state

@@ -126,6 +126,7 @@ def test_a_fair_game_of_persons_and_a_bot_deals_from_the_seeds_and_verifies_afte
     assert dealt.status_code == 200, dealt.text
     heard.append(dealt.text)
     body = dealt.json()
+    assert [e["type"] for e in body["events"]][:2] == ["seed_sent", "dealt"]  # the deal is a version of its own
     assert body["view"]["status"] == "playing" and body["view"]["fairness"]["seeds"]["bob"] == SEED_BOB.lower()
     assert body["view"]["players"][1]["hand"] and body["view"]["players"][0]["hand"] is None
     late = seed(http, sid, seats["ann"], SEED_ANN)

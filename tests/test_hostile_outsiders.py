@@ -22,7 +22,9 @@ from service.ports import free_port
 from tests.conftest import SERVICE_KEY, RunningServer, start_grpc, start_http
 
 pytestmark = pytest.mark.slow
-OPEN = {"ONO99_CREATES_PER_MINUTE": "0", "ONO99_ACTIONS_PER_SECOND": "0", "ONO99_SUGGESTS_PER_SECOND": "0"}
+# Every client of these tests has the loopback address: no per-address limit of waiters.
+OPEN = {"ONO99_CREATES_PER_MINUTE": "0", "ONO99_ACTIONS_PER_SECOND": "0", "ONO99_SUGGESTS_PER_SECOND": "0",
+        "ONO99_HTTP_WAITERS_PER_PEER": "0"}
 ISMCTS = {"kind": "ismcts", "budget_ms": 1000}
 
 

@@ -158,7 +158,7 @@ def test_stream_tickets_open_a_stream_without_the_token_and_only_their_own(http_
     made, other = create(server), create(server)
     sid, ann = made["session_id"], made["seats"]["ann"]
     ticket = requests.post(f"{server.url}/v1/sessions/{sid}/stream-ticket", headers=auth(ann), timeout=10)
-    assert ticket.status_code == 201 and ticket.json()["expires_in"] == 300
+    assert ticket.status_code == 201 and ticket.json()["expires_in"] == 60
     opened = open_stream(server, sid, {}, after=1, ticket=ticket.json()["ticket"])
     assert opened.status_code == 200
     opened.close()
@@ -319,3 +319,31 @@ def test_a_heartbeat_of_zero_seconds_is_refused_at_start(throwaway_redis):
                            port)
     assert server.proc.wait(timeout=60) != 0
     assert "ONO99_SSE_HEARTBEAT" in server.log.read_text()
+
+
+def test_one_address_gets_its_share_of_the_waiters_and_odd_resume_points_are_refused(throwaway_redis):
+    import http.client
+
+    server = start_http(throwaway_redis, workers=1, ONO99_CREATES_PER_MINUTE="0", ONO99_HTTP_WAITERS="10",
+                        ONO99_HTTP_WAITERS_PER_PEER="2", ONO99_SSE_HEARTBEAT="1")
+    opened: list[http.client.HTTPConnection] = []
+    try:
+        made = create(server)
+        sid, ann = made["session_id"], made["seats"]["ann"]
+
+        def stream_from(address: str) -> int:
+            conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10, source_address=(address, 0))
+            conn.request("GET", f"/v1/sessions/{sid}/events?after=1",
+                         headers={"Accept": "text/event-stream", **auth(ann)})
+            opened.append(conn)
+            return conn.getresponse().status
+        assert [stream_from("127.0.0.1") for _ in range(3)] == [200, 200, 429]  # ONO99_HTTP_WAITERS_PER_PEER=2
+        assert stream_from("127.0.0.2") == 200  # another address still gets its own
+        for value in ("\u00b2", "12a", str(10**9)):
+            answer = requests.get(f"{server.url}/v1/sessions/{sid}/events", timeout=10,
+                                  headers={"Accept": "text/event-stream", "Last-Event-ID": value, **auth(ann)})
+            assert answer.status_code == 400 and answer.json()["field"] == "Last-Event-ID", (value, answer.text)
+    finally:
+        for conn in opened:
+            conn.close()
+        server.stop()

@@ -160,6 +160,8 @@ def test_the_service_key_reissues_a_lost_seat_token_and_the_old_one_stops_everyw
     sid, seats = made["session_id"], made["seats"]
     old = seats["ann"]
     play_a_few(http, sid, seats, moves=1)  # events for the stream to start with
+    stolen = spectate(http, sid, old)  # asked for with the token that is then replaced
+    kept = spectate(http, sid, seats["bob"])
     with grpc.insecure_channel(rpc.url) as channel:
         sessions = pb_grpc.SessionServiceStub(channel)
         stream = sessions.WatchEvents(pb.WatchEventsRequest(session_id=sid, after_version=0), timeout=30,
@@ -191,6 +193,9 @@ def test_the_service_key_reissues_a_lost_seat_token_and_the_old_one_stops_everyw
         assert spectator.id == spectator.token[:8]
     for url in (f"/v1/sessions/{sid}", f"/v1/sessions/{sid}/events", f"/v1/sessions/{sid}/record"):
         assert requests.get(f"{http.url}{url}", headers=auth(old), timeout=10).status_code == 401  # both workers
+        # The spectator tokens the old token asked for went with it; another seat's stay.
+        assert requests.get(f"{http.url}{url}", headers=auth(stolen["token"]), timeout=10).status_code == 401
+        assert requests.get(f"{http.url}{url}", headers=auth(kept["token"]), timeout=10).status_code == 200
     view = requests.get(f"{http.url}/v1/sessions/{sid}", headers=auth(again.token), timeout=10).json()
     assert view["view"]["viewer"] == "ann"
     log = requests.get(f"{http.url}/v1/sessions/{sid}/events", headers=auth(seats["bob"]), timeout=10).json()

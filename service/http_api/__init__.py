@@ -70,7 +70,8 @@ def create_app(settings: Settings | None = None, application: Application | None
     )
     app.extensions["ono99"] = application
     app.extensions["ono99.settings"] = settings
-    app.extensions["ono99.waiters"] = Waiters(settings.connect_redis, settings.http_waiters)
+    app.extensions["ono99.waiters"] = Waiters(settings.connect_redis, settings.http_waiters,
+                                              settings.http_waiters_per_peer)
     api = ProblemApi(app)
     for name, schema in engine_components().items():
         api.spec.components.schema(name, component=schema)

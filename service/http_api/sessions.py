@@ -48,6 +48,7 @@ _OUR_TAG = re.compile(r'"v(0|[1-9][0-9]{0,17})"')  # the text of an ETag it hand
 # What a precondition pins when no ETag in it can match: a version no session reaches,
 # so the action answers as any other stale pin does (after 401, 403 and 404).
 NEVER = 2**63 - 1
+_VERSION = re.compile(r"[0-9]{1,10}")  # ASCII digits only (str.isdigit takes "²")
 
 
 def _token() -> str | None:
@@ -199,7 +200,7 @@ class Events(MethodView):
         app, after = app_layer(), query["after"]
         settings = current_app.extensions["ono99.settings"]
         if request.accept_mimetypes.best_match(["application/json", "text/event-stream"]) == "text/event-stream":
-            return _event_stream(app, session_id, query, settings.sse_heartbeat)
+            return _event_stream(app, session_id, query, settings)
         if query["ticket"] is not None:
             raise ServiceError("invalid_request", "a stream ticket opens an event stream only "
                                "(Accept: text/event-stream)", field="ticket")
@@ -213,7 +214,7 @@ class Events(MethodView):
             # The waiters a message wakes share one read of the log (a wake-up of hundreds).
             return cursor.read(shared=waiters.wakes(session_id)).events
 
-        with waiters.waiting(session_id) as changed:
+        with waiters.waiting(session_id, request.remote_addr or "") as changed:
             return json_response({"events": wait_for_events(read, changed, wait)})
 
 
@@ -288,7 +289,7 @@ class Record(MethodView):
         return json_response(app_layer().record(session_id, _token()))
 
 
-def _event_stream(app: Any, session_id: str, query: dict[str, Any], heartbeat: float) -> Response:
+def _event_stream(app: Any, session_id: str, query: dict[str, Any], settings: Any) -> Response:
     """The caller's events as Server-Sent Events (service/http_api/streams.py): after
     ``after`` or the ``Last-Event-ID`` a reconnecting browser sends, by the seat token or
     a stream ticket. Errors (401, 404, 429 past the worker's waiters) answer before the
@@ -297,15 +298,19 @@ def _event_stream(app: Any, session_id: str, query: dict[str, Any], heartbeat: f
     after = query["after"]
     resumed = request.headers.get("Last-Event-ID", "").strip()
     if resumed:
-        if not resumed.isdigit() or len(resumed) > 10:
+        if not _VERSION.fullmatch(resumed):
             raise ServiceError("invalid_request", "Last-Event-ID is the version of the last message received",
                                field="Last-Event-ID")
         after = max(after, int(resumed))
     ticket = query["ticket"]
     cursor = app.events(session_id, None if ticket else _token(), after, ticket)
+    if after > cursor.opened_at:
+        raise ServiceError("invalid_request", f"the session is at version {cursor.opened_at}: there is no "
+                           f"version {after} to resume after", field="Last-Event-ID" if resumed else "after",
+                           current_version=cursor.opened_at)
     waiters = current_app.extensions["ono99.waiters"]
     waiting = contextlib.ExitStack()
-    changed = waiting.enter_context(waiters.waiting(session_id))
+    changed = waiting.enter_context(waiters.waiting(session_id, request.remote_addr or ""))
     try:
         first = cursor.read(shared=waiters.wakes(session_id))
         if not first.events and cursor.finished():
@@ -317,7 +322,8 @@ def _event_stream(app: Any, session_id: str, query: dict[str, Any], heartbeat: f
     if request.method == "HEAD":  # the headers only: a body nobody reads would wait for ever
         waiting.close()
         return Response(mimetype="text/event-stream", headers={"Cache-Control": "no-cache"})
-    response = Response(streams.stream(cursor, waiters, session_id, heartbeat, first, changed, waiting),
+    response = Response(streams.stream(cursor, waiters, session_id, settings.sse_heartbeat, first, changed, waiting,
+                                       settings.sse_max_seconds),
                         mimetype="text/event-stream",
                         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
     response.call_on_close(waiting.close)

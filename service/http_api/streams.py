@@ -54,12 +54,15 @@ def _finished(cursor: EventCursor) -> bool:
 
 
 def stream(cursor: EventCursor, waiters: Waiters, session_id: str, heartbeat: float, first: EventsRead,
-           changed: threading.Event, waiting: contextlib.ExitStack) -> Iterator[bytes]:
+           changed: threading.Event, waiting: contextlib.ExitStack, lifetime: float) -> Iterator[bytes]:
     """The SSE body of ``cursor``'s events, from its ``first`` page on; ``changed`` wakes
-    it, and ``waiting`` (its place among the worker's waiters) is closed when it ends."""
+    it, and ``waiting`` (its place among the worker's waiters) is closed when it ends.
+    After ``lifetime`` seconds it closes (no end message): a browser reconnects with the
+    last id it got, and the slot is free again in the meantime."""
     with waiting:
         yield f"retry: {RETRY_MS}\n\n".encode()
         beat = time.monotonic() + heartbeat
+        closes = time.monotonic() + lifetime
         page: EventsRead | None = first
         while True:
             if page is None:
@@ -85,6 +88,8 @@ def stream(cursor: EventCursor, waiters: Waiters, session_id: str, heartbeat: fl
             if more:
                 continue
             now = time.monotonic()
+            if now >= closes:
+                return
             if now >= beat:
                 yield b": heartbeat\n\n"
                 beat = now + heartbeat
