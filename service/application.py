@@ -493,6 +493,14 @@ class Application:
                 continue
         raise ServiceError("version_conflict", "the session kept changing; try again")
 
+    def spectators(self, session_id: str, token: str | None) -> list[tuple[str, str | None]]:
+        """The session's spectator tokens, as (id, the seat that asked for it; None: the
+        service key), for a seat's token or the service key: a player can see, and revoke,
+        what was made with their seat."""
+        session = self.sessions.load(session_id)
+        self.sessions.authenticate(session, token)
+        return sorted((spectator, entry[65:] or None) for spectator, entry in session.spectators.items())
+
     def revoke_spectator(self, session_id: str, token: str | None, spectator: str) -> None:
         """Revoke a spectator token by its id (its first 8 characters), by a seat's token or
         the service key: it stops reading at once, its streams included."""

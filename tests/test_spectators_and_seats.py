@@ -140,6 +140,11 @@ def test_spectators_are_capped_per_session_and_revoked_by_id_or_token(servers):
     made = create(http)
     sid, ann = made["session_id"], auth(made["seats"]["ann"])
     first, second = spectate(http, sid, made["seats"]["ann"]), spectate(http, sid, SERVICE_KEY)
+    listed = requests.get(f"{http.url}/v1/sessions/{sid}/spectators", headers=auth(made["seats"]["bob"]), timeout=10)
+    assert listed.json()["spectators"] == sorted([{"id": first["id"], "by": "ann"}, {"id": second["id"], "by": None}],
+                                                 key=lambda s: s["id"])
+    assert requests.get(f"{http.url}/v1/sessions/{sid}/spectators", headers=auth(first["token"]),
+                        timeout=10).status_code == 403
     full = requests.post(f"{http.url}/v1/sessions/{sid}/spectators", headers=ann, timeout=10)
     assert full.status_code == 429 and full.json()["limit"] == 2  # ONO99_SPECTATORS_MAX
     assert requests.delete(f"{http.url}/v1/sessions/{sid}/spectators/{first['token']}", headers=ann,
@@ -191,6 +196,9 @@ def test_the_service_key_reissues_a_lost_seat_token_and_the_old_one_stops_everyw
         spectator = sessions.AddSpectator(pb.AddSpectatorRequest(session_id=sid),
                                           metadata=[("authorization", f"Bearer {again.token}")], timeout=10)
         assert spectator.id == spectator.token[:8]
+        listed = sessions.ListSpectators(pb.ListSpectatorsRequest(session_id=sid),
+                                         metadata=[("authorization", f"Bearer {SERVICE_KEY}")], timeout=10)
+        assert {(s.id, s.by) for s in listed.spectators} == {(spectator.id, "ann"), (kept["id"], "bob")}
     for url in (f"/v1/sessions/{sid}", f"/v1/sessions/{sid}/events", f"/v1/sessions/{sid}/record"):
         assert requests.get(f"{http.url}{url}", headers=auth(old), timeout=10).status_code == 401  # both workers
         # The spectator tokens the old token asked for went with it; another seat's stay.

@@ -211,6 +211,14 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
             return pb.AddSpectatorResponse(token=made, id=made[:SPECTATOR_ID])
         return await self.calls.answer(context, work)
 
+    async def ListSpectators(self, request: pb.ListSpectatorsRequest,
+                             context: grpc.aio.ServicerContext) -> pb.ListSpectatorsResponse:
+        def work() -> pb.ListSpectatorsResponse:
+            found = self.app.spectators(request.session_id, SEAT_TOKEN.get())
+            return pb.ListSpectatorsResponse(spectators=[
+                pb.ListSpectatorsResponse.Spectator(id=spectator, by=by or "") for spectator, by in found])
+        return await self.calls.answer(context, work)
+
     async def RevokeSpectator(self, request: pb.RevokeSpectatorRequest,
                               context: grpc.aio.ServicerContext) -> pb.RevokeSpectatorResponse:
         def work() -> pb.RevokeSpectatorResponse:

@@ -349,6 +349,14 @@ class SpectatorSchema(ma.Schema):
     id = fields.String(required=True, metadata={"description": "its first 8 characters: what revokes it"})
 
 
+class SpectatorsSchema(ma.Schema):
+    """Response of GET /v1/sessions/{id}/spectators."""
+
+    spectators = fields.List(fields.Dict(), required=True, metadata={
+        "description": "each spectator token as {id, by}: its id, and the seat that asked for it (null: the "
+                       "service key)"})
+
+
 class ReissuedSchema(ma.Schema):
     """Response of POST /v1/sessions/{id}/seats/{player}/token."""
 

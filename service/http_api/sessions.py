@@ -31,6 +31,7 @@ from .schemas import (
     SessionSuggestSchema,
     SessionViewSchema,
     SpectatorSchema,
+    SpectatorsSchema,
     StreamTicketSchema,
     SuggestionSchema,
     VersionSchema,
@@ -230,6 +231,16 @@ class Spectators(MethodView):
         Shown once; its first 8 characters are its id."""
         made = app_layer().add_spectator(session_id, _token())
         return json_response({"token": made, "id": made[:SPECTATOR_ID]}, 201)
+
+    @blp.response(200, SpectatorsSchema)
+    @blp.doc(security=AUTH)
+    @document_errors(blp, 401, 403, 404, 503)
+    @blp.doc(operationId="listSpectators")
+    def get(self, session_id: str) -> Response:
+        """The session's spectator tokens (their ids, and the seat that asked for each;
+        null: the service key), for a seat's token or the service key."""
+        found = app_layer().spectators(session_id, _token())
+        return json_response({"spectators": [{"id": spectator, "by": by} for spectator, by in found]})
 
 
 @blp.route("/<session_id>/spectators/<spectator>")

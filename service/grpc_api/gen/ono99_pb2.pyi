@@ -623,6 +623,25 @@ class AddSpectatorResponse(_message.Message):
     id: str
     def __init__(self, token: _Optional[str] = ..., id: _Optional[str] = ...) -> None: ...
 
+class ListSpectatorsRequest(_message.Message):
+    __slots__ = ("session_id",)
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ...) -> None: ...
+
+class ListSpectatorsResponse(_message.Message):
+    __slots__ = ("spectators",)
+    class Spectator(_message.Message):
+        __slots__ = ("id", "by")
+        ID_FIELD_NUMBER: _ClassVar[int]
+        BY_FIELD_NUMBER: _ClassVar[int]
+        id: str
+        by: str
+        def __init__(self, id: _Optional[str] = ..., by: _Optional[str] = ...) -> None: ...
+    SPECTATORS_FIELD_NUMBER: _ClassVar[int]
+    spectators: _containers.RepeatedCompositeFieldContainer[ListSpectatorsResponse.Spectator]
+    def __init__(self, spectators: _Optional[_Iterable[_Union[ListSpectatorsResponse.Spectator, _Mapping]]] = ...) -> None: ...
+
 class RevokeSpectatorRequest(_message.Message):
     __slots__ = ("session_id", "spectator")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]

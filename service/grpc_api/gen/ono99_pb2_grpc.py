@@ -332,6 +332,11 @@ class SessionServiceStub:
                 request_serializer=ono99_dot_v1_dot_ono99__pb2.AddSpectatorRequest.SerializeToString,
                 response_deserializer=ono99_dot_v1_dot_ono99__pb2.AddSpectatorResponse.FromString,
                 _registered_method=True)
+        self.ListSpectators = channel.unary_unary(
+                '/ono99.v1.SessionService/ListSpectators',
+                request_serializer=ono99_dot_v1_dot_ono99__pb2.ListSpectatorsRequest.SerializeToString,
+                response_deserializer=ono99_dot_v1_dot_ono99__pb2.ListSpectatorsResponse.FromString,
+                _registered_method=True)
         self.RevokeSpectator = channel.unary_unary(
                 '/ono99.v1.SessionService/RevokeSpectator',
                 request_serializer=ono99_dot_v1_dot_ono99__pb2.RevokeSpectatorRequest.SerializeToString,
@@ -426,6 +431,13 @@ class SessionServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListSpectators(self, request, context):
+        """The session's spectator tokens (a seat's token or the service key).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def RevokeSpectator(self, request, context):
         """Revoke a spectator token (a seat's token or the service key): it stops at once.
         """
@@ -502,6 +514,11 @@ def add_SessionServiceServicer_to_server(servicer, server):
                     servicer.AddSpectator,
                     request_deserializer=ono99_dot_v1_dot_ono99__pb2.AddSpectatorRequest.FromString,
                     response_serializer=ono99_dot_v1_dot_ono99__pb2.AddSpectatorResponse.SerializeToString,
+            ),
+            'ListSpectators': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListSpectators,
+                    request_deserializer=ono99_dot_v1_dot_ono99__pb2.ListSpectatorsRequest.FromString,
+                    response_serializer=ono99_dot_v1_dot_ono99__pb2.ListSpectatorsResponse.SerializeToString,
             ),
             'RevokeSpectator': grpc.unary_unary_rpc_method_handler(
                     servicer.RevokeSpectator,
@@ -768,6 +785,33 @@ class SessionService:
             '/ono99.v1.SessionService/AddSpectator',
             ono99_dot_v1_dot_ono99__pb2.AddSpectatorRequest.SerializeToString,
             ono99_dot_v1_dot_ono99__pb2.AddSpectatorResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListSpectators(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ono99.v1.SessionService/ListSpectators',
+            ono99_dot_v1_dot_ono99__pb2.ListSpectatorsRequest.SerializeToString,
+            ono99_dot_v1_dot_ono99__pb2.ListSpectatorsResponse.FromString,
             options,
             channel_credentials,
             insecure,
