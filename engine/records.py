@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import secrets
+import struct
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -24,7 +26,7 @@ from typing import Any, Final
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from .codec import decode_state
+from .codec import decode_state, encode_state
 from .deal import new_game
 from .errors import EngineError
 from .events import EVENT_FIELDS
@@ -272,7 +274,7 @@ def verify(record: Mapping[str, Json], receipts: Sequence[tuple[int, str]] = (),
         except _Failed as failed:
             checks.append(failed.check)
             raise
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError, RecursionError, struct.error) as exc:
             checks.append(Check(name, False, f"malformed: {exc!r}"))
             raise _Failed(name, str(exc)) from None
         checks.append(Check(name, True, result if isinstance(result, str) else ""))
@@ -383,10 +385,15 @@ def _commitment(record: Mapping[str, Json]) -> str | None:
     if told and told != [shown["secret"]]:
         raise _Failed("commitment", "the chain reveals a secret the fairness block does not hold")
     if shown["secret"] is None:
+        if record["outcome"] is not None and record["outcome"].get("status") != "playing":
+            raise _Failed("commitment", "the game is over: its record must reveal the secret")
         return None
     if commitment(bytes.fromhex(shown["secret"])) != promised["commitment"]:
         raise _Failed("commitment", "SHA-256 of the revealed secret is not the commitment")
     return str(shown["secret"])
+
+
+_SEED: Final = re.compile(r"(?:[0-9a-f]{2}){16,64}")
 
 
 def _seeds(record: Mapping[str, Json]) -> str:
@@ -397,11 +404,22 @@ def _seeds(record: Mapping[str, Json]) -> str:
             break
         for event in version["events"]:
             if event.get("type") == SEED_SENT:
+                if event["player"] in sent or not _SEED.fullmatch(str(event["seed"])):
+                    raise _Failed("seeds", f"version {version['version']}: a second seed of {event['player']!r}, "
+                                  "or one that is not 16 to 64 bytes in lowercase hex")
                 sent[event["player"]] = event["seed"]
     listed = {p: s for p, s in record["fairness"]["seeds"].items() if s is not None}
     if listed != sent or set(record["fairness"]["seeds"]) != {s["id"] for s in record["header"]["seats"]}:
         raise _Failed("seeds", f"the fairness block lists {listed}, the chain holds {sent} before the deal")
     return f"{len(sent)} of {len(record['header']['seats'])} seats sent one"
+
+
+def _same_table(header: Mapping[str, Json], state: GameState) -> None:
+    """The header's seats and rules are the initial state's."""
+    if [s["id"] for s in header["seats"]] != [p.id for p in state.players]:
+        raise _Failed("replay", "the header's seats are not the initial state's players")
+    if header["rules"] != encode_state(state)["rules"]:
+        raise _Failed("replay", "the header's rules are not the initial state's")
 
 
 def _dealt(record: Mapping[str, Json]) -> tuple[GameState, list[Json]]:
@@ -432,17 +450,28 @@ def _replay(record: Mapping[str, Json]) -> GameState | None:
     """The state every action of the record leads to, from its initial state (a fair
     record's: none until its ``deal``), each version's engine events compared."""
     state: GameState | None = None
-    if record["header"]["initial_state"] is not None:
+    header = record["header"]
+    if header["fairness"] is not None and header["initial_state"] is not None:
+        raise _Failed("replay", "a fair record's game is dealt by its deal action, from the seeds: it has no "
+                      "initial state")
+    if record["versions"][0]["actions"]:
+        raise _Failed("replay", "version 1, the creation, applies no action")
+    if header["initial_state"] is not None:
         try:
             state = decode_state(record["header"]["initial_state"])
         except EngineError as exc:
             raise _Failed("replay", f"the initial state is not a valid state: {exc}") from None
-    elif record["header"]["fairness"] is None:
+    elif header["fairness"] is None:
         raise _Failed("replay", "the record has no initial state and is no fair record")
+    if state is not None:
+        _same_table(header, state)
     for version in record["versions"][1:]:
         made: list[Json] = []
         for action in version["actions"]:
             number = version["version"]
+            if action.get("type") != DEAL and action.get("player") != version["player"]:
+                raise _Failed("replay", f"version {number}: {version['player']!r}'s version holds another "
+                              "seat's action")
             if action.get("type") == DEAL:
                 if state is not None:
                     raise _Failed("replay", f"version {number}: a deal in a game dealt already")

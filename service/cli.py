@@ -362,6 +362,7 @@ def verify(args: argparse.Namespace) -> int:
         print(f"ono99 verify: {args.record}: not a game record (a JSON object with a format)", file=sys.stderr)
         return 2
     checks = verify_record(record, args.receipt, args.key)
+    sys.stdout.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]  # a record's odd text is shown
     for c in checks:
         print(f"{'ok  ' if c.ok else 'FAIL'} {c.name}" + (f": {c.detail}" if c.detail else ""))
     return 0 if all(c.ok for c in checks) else 1

@@ -248,3 +248,34 @@ def test_the_record_schema_in_docs_is_the_engines():
 
     written = json.loads((Path(__file__).resolve().parent.parent / "docs" / "record.schema.json").read_text())
     assert written == RECORD_SCHEMA
+
+
+def _as_fair(record: dict, secret: str | None = "00" * 32, seeds: dict | None = None) -> None:
+    """The header and fairness block of a fair record over the game (its initial state kept)."""
+    import hashlib
+
+    committed = hashlib.sha256(bytes.fromhex("00" * 32)).hexdigest()
+    record["header"]["fairness"] = {"algorithm": "ono99-fair-1", "commitment": committed}
+    record["fairness"] = {"algorithm": "ono99-fair-1", "commitment": committed,
+                          "seeds": seeds or {p: None for p in PLAYERS}, "secret": secret}
+    _rehash(record)
+
+
+@pytest.mark.parametrize("tamper,check", [
+    (lambda r: _as_fair(r), "replay"),  # a fair record whose cards come from a state, not from its seeds
+    (lambda r: _as_fair(r, secret=None), "commitment"),  # a finished fair game that keeps its secret
+    (lambda r: _as_fair(r, seeds={**{p: None for p in PLAYERS}, "ann": "ab" * 70_000}), "seeds"),
+    (lambda r: (r["versions"][0]["actions"].append({"type": "draw", "player": "ann"}), _rehash(r)), "replay"),
+    (lambda r: (r["versions"][1].update(by="timer", player="cy") if r["versions"][1]["player"] != "cy" else
+                r["versions"][1].update(by="timer", player="bob"), _rehash(r)), "replay"),
+    (lambda r: (r["header"]["seats"].reverse(), _rehash(r)), "replay"),
+    (lambda r: (r["header"]["rules"].update(limit=100), _rehash(r)), "replay"),
+], ids=["fair with a state", "over without its secret", "huge seed", "action at creation", "another seat's action",
+        "seats", "rules"])
+def test_a_forger_who_signs_with_its_own_key_is_still_caught(game, tamper, check):
+    """What a signature by the service's key would catch, the other checks catch too
+    when a forger chains and signs the record anew with a key of its own."""
+    record = copy.deepcopy(game)
+    tamper(record)
+    _resign(record)
+    assert failed(verify(record))[0] == check, verify(record)
