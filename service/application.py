@@ -11,7 +11,7 @@ import functools
 import logging
 import secrets
 from collections.abc import Callable, Hashable, Mapping
-from typing import Any, TypeVar
+from typing import Any
 
 import msgspec
 
@@ -43,12 +43,11 @@ from .requests import NewGame, NewSession
 from .seats import SeatOperations, back_to_person
 from .sessions import Decision, Reader, Sessions, credential, digest, is_session_id
 from .signing import StateSigner
-from .store import FIRST_VERSION, Conflict, Session, SessionStore
+from .store import FIRST_VERSION, Conflict, Session, SessionStore, spectator_entry, spectator_seat
 from .timers import TurnTimer, now_ms, parse_timer, to_act, turn_started
 from .turns import Step, Turns, entries
 
 log = logging.getLogger("ono99.app")
-T = TypeVar("T")
 
 _json = msgspec.json.Encoder()
 _decode_events = msgspec.json.Decoder(list[dict[str, Any]])
@@ -463,35 +462,29 @@ class Application:
         """The public key (hex) that signs this service's game records."""
         return self.record_signer.public_key
 
-    def add_spectator(self, session_id: str, token: str | None) -> str:
-        """A new spectator token for the session, asked for by a seat's token or the service
-        key (a spectator's is 403): it reads what a spectator may (no hand, no drawn card)
-        and never acts. Its id, for revoking it, is its first 8 characters."""
-        made = secrets.token_urlsafe(32)
-
-        def add(session: Session, caller: str | None) -> bool:
-            if caller is not None:
-                self.admission.check_action(self.sessions.store, session_id, caller)  # each costs like an action
-            return self.sessions.store.spectator(session_id, session, made[:SPECTATOR_ID],
-                                                 f"{digest(made)}:{caller or ''}", self.spectators_max)
-        if not self._as_read(session_id, token, add):
-            raise ServiceError("too_many_requests", f"a session keeps at most {self.spectators_max} spectator "
-                               "tokens (ONO99_SPECTATORS_MAX); revoke one first", limit=self.spectators_max)
-        log.info("spectator added", extra={"session_id": session_id, "spectator": made[:SPECTATOR_ID]})
-        return made
-
-    def _as_read(self, session_id: str, token: str | None, write: Callable[[Session, str | None], T]) -> T:
-        """``write(session, caller)`` for a write outside the versions (a spectator token
-        made or revoked, the session deleted), checked against the version the caller was
+    def add_spectator(self, session_id: str, token: str | None) -> tuple[str, str]:
+        """A new spectator token for the session and its id (its first 8 characters, what
+        revokes it), asked for by a seat's token or the service key (a spectator's is
+        403): it reads what a spectator may (no hand, no drawn card) and never acts. Like
+        every write outside the versions it is checked against the version the caller was
         authenticated at: a token reissued meanwhile is refused, not honoured once more."""
-        for _ in range(5):
-            session = self.sessions.load(session_id)
-            caller = self.sessions.authenticate(session, token)
-            try:
-                return write(session, caller)
-            except Conflict:
-                continue
-        raise ServiceError("version_conflict", "the session kept changing; try again")
+        made = secrets.token_urlsafe(32)
+        spectator = made[:SPECTATOR_ID]
+
+        def add(session: Session, by: str | None) -> None:
+            if not self.sessions.store.spectator(session_id, session, spectator, spectator_entry(digest(made), by),
+                                                 self.spectators_max):
+                raise ServiceError("too_many_requests", f"a session keeps at most {self.spectators_max} spectator "
+                                   "tokens (ONO99_SPECTATORS_MAX); revoke one first", limit=self.spectators_max)
+
+        def decide(session: Session, caller: str | None, attempt: int) -> Decision[None]:
+            if caller is not None and attempt == 0:
+                self.admission.check_action(self.sessions.store, session_id, caller)  # each costs like an action
+            return Decision(lambda _: None, write=lambda: add(session, caller))
+
+        self.sessions.change(session_id, decide, token)
+        log.info("spectator added", extra={"session_id": session_id, "spectator": spectator})
+        return made, spectator
 
     def spectators(self, session_id: str, token: str | None) -> list[tuple[str, str | None]]:
         """The session's spectator tokens, as (id, the seat that asked for it; None: the
@@ -499,7 +492,7 @@ class Application:
         what was made with their seat."""
         session = self.sessions.load(session_id)
         self.sessions.authenticate(session, token)
-        return sorted((spectator, entry[65:] or None) for spectator, entry in session.spectators.items())
+        return sorted((spectator, spectator_seat(entry)) for spectator, entry in session.spectators.items())
 
     def revoke_spectator(self, session_id: str, token: str | None, spectator: str) -> None:
         """Revoke a spectator token by its id (its first 8 characters), by a seat's token or
@@ -507,11 +500,13 @@ class Application:
         key = spectator[:SPECTATOR_ID]
         match = "" if len(spectator) == SPECTATOR_ID else digest(spectator)  # the id, or the whole token
 
-        def revoke(session: Session, _caller: str | None) -> bool:
-            return self.sessions.store.spectator(session_id, session, key, "", match=match)
-        if len(spectator) < SPECTATOR_ID or not self._as_read(session_id, token, revoke):
-            raise ServiceError("not_found", "no spectator token of this session has that id (its first "
-                               f"{SPECTATOR_ID} characters) or is that token")
+        def revoke(session: Session) -> None:
+            if len(spectator) < SPECTATOR_ID or not self.sessions.store.spectator(session_id, session, key, "",
+                                                                                  match=match):
+                raise ServiceError("not_found", "no spectator token of this session has that id (its first "
+                                   f"{SPECTATOR_ID} characters) or is that token")
+        self.sessions.change(session_id, lambda session, _caller, _attempt: Decision(
+            lambda _: None, write=lambda: revoke(session)), token)
         log.info("spectator revoked", extra={"session_id": session_id, "spectator": key})
 
     def reissue_seat_token(self, session_id: str, token: str | None, player: str) -> Then[tuple[Versioned, str]]:
@@ -545,8 +540,9 @@ class Application:
 
     def delete_session(self, session_id: str, token: str | None) -> None:
         """End a session (any seat of it, or the service key)."""
-        self._as_read(session_id, token, lambda session, _caller: self.sessions.store.delete(
-            session_id, session, self.turns.record_retention))  # its record stays that long
+        self.sessions.change(session_id, lambda session, _caller, _attempt: Decision(
+            lambda _: None, write=lambda: self.sessions.store.delete(
+                session_id, session, self.turns.record_retention)), token)  # its record stays that long
         log.info("session deleted", extra={"session_id": session_id})
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from .errors import ServiceError
-from .store import Change, Conflict, Session, SessionStore
+from .store import Change, Conflict, Session, SessionStore, spectator_hash
 
 T = TypeVar("T")
 
@@ -58,10 +58,13 @@ SERVICE = Reader(full=True)
 @dataclass(frozen=True)
 class Decision(Generic[T]):
     """What an operation makes of the session it read: ``change`` to commit (None: none),
-    and ``answer``, given the version the session is at once it has landed."""
+    or ``write``, a write outside the versions (a spectator token, a deletion) that the
+    store checks against the version read (Conflict when it moved on), and ``answer``,
+    given the version the session is at once it has landed."""
 
     answer: Callable[[int], T]
     change: Change | None = None
+    write: Callable[[], object] | None = None
 
 
 class Sessions:
@@ -107,8 +110,8 @@ class Sessions:
         for player, seat_hash in seats.items():  # every hash compared, in constant time
             if hmac.compare_digest(hashed, seat_hash):
                 found = Reader(player=player)
-        for spectator, entry in spectators.items():  # '<hash>:<the seat that asked for it>'
-            if hmac.compare_digest(hashed, entry[:64]):
+        for spectator, entry in spectators.items():
+            if hmac.compare_digest(hashed, spectator_hash(entry)):
                 found = Reader(spectator=spectator)
         if found is None:
             raise ServiceError("unauthorized", "the token is no seat or spectator token of this session")
@@ -135,10 +138,15 @@ class Sessions:
             session = self.load(session_id, idempotency_key)
             caller = None if internal else self.authenticate(session, token)
             decision = decide(session, caller, attempt)
-            if decision.change is None:
+            if decision.change is None and decision.write is None:
                 return decision.answer(session.version)
             try:
-                version = self.store.commit(session_id, session, decision.change)
+                if decision.change is not None:
+                    version = self.store.commit(session_id, session, decision.change)
+                else:
+                    assert decision.write is not None
+                    decision.write()
+                    version = session.version
             except Conflict as conflict:
                 if lost is not None:
                     return lost(conflict)

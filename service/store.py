@@ -224,6 +224,22 @@ return 0
 """
 
 
+def spectator_entry(token_hash: str, by: str | None) -> str:
+    """How a spectator token is kept (the ``spectators`` field; the scripts read it so):
+    its SHA-256, a colon, and the seat whose token asked for it ('' for the service key)."""
+    return f"{token_hash}:{by or ''}"
+
+
+def spectator_hash(entry: str) -> str:
+    """The token hash of a kept spectator token (see :func:`spectator_entry`)."""
+    return entry[:64]
+
+
+def spectator_seat(entry: str) -> str | None:
+    """The seat that asked for a kept spectator token (None: the service key)."""
+    return entry[65:] or None
+
+
 def keys(session_id: str) -> tuple[str, str, str, str]:
     """The game, events, idempotency and record keys of a session."""
     tag = f"ono99:{{{session_id}}}"
@@ -250,7 +266,7 @@ class Session:
     recorded: bytes | None = None  # the answer recorded for the idempotency key read with it
     chain: str | None = None  # the chain hash of ``version`` (engine.records); None: no record is kept
     fair: Fair | None = None  # a fair session's secret and seeds (service.fairness); None: not fair
-    spectators: dict[str, str] = field(default_factory=dict)  # spectator id to '<SHA-256 of its token>:<seat>'
+    spectators: dict[str, str] = field(default_factory=dict)  # spectator id to its entry (spectator_entry)
 
     def people(self) -> set[str]:
         """The players with a seat token: every seat but those made for a bot."""

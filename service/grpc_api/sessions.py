@@ -13,7 +13,7 @@ import msgspec
 from .. import metrics
 from ..admission import Caller
 from ..answers import SessionAnswer, SessionCreated, Then, Versioned
-from ..application import SPECTATOR_ID, Application, bearer_token
+from ..application import Application, bearer_token
 from ..errors import ServiceError
 from ..live import LiveVersions
 from ..requests import NewGame, NewSession
@@ -207,8 +207,8 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
     async def AddSpectator(self, request: pb.AddSpectatorRequest,
                            context: grpc.aio.ServicerContext) -> pb.AddSpectatorResponse:
         def work() -> pb.AddSpectatorResponse:
-            made = self.app.add_spectator(request.session_id, SEAT_TOKEN.get())
-            return pb.AddSpectatorResponse(token=made, id=made[:SPECTATOR_ID])
+            made, spectator = self.app.add_spectator(request.session_id, SEAT_TOKEN.get())
+            return pb.AddSpectatorResponse(token=made, id=spectator)
         return await self.calls.answer(context, work)
 
     async def ListSpectators(self, request: pb.ListSpectatorsRequest,

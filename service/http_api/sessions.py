@@ -12,7 +12,7 @@ from flask.views import MethodView
 import engine
 
 from ..admission import Caller
-from ..application import MAX_IDEMPOTENCY_KEY, SPECTATOR_ID, bearer_token
+from ..application import MAX_IDEMPOTENCY_KEY, bearer_token
 from ..errors import ServiceError
 from ..requests import NewGame, NewSession
 from . import streams
@@ -229,8 +229,8 @@ class Spectators(MethodView):
         """A spectator token, asked for by a seat's token or the service key: it reads the
         spectator's view, events and streams (no hand, no drawn card) and never acts.
         Shown once; its first 8 characters are its id."""
-        made = app_layer().add_spectator(session_id, _token())
-        return json_response({"token": made, "id": made[:SPECTATOR_ID]}, 201)
+        made, spectator = app_layer().add_spectator(session_id, _token())
+        return json_response({"token": made, "id": spectator}, 201)
 
     @blp.response(200, SpectatorsSchema)
     @blp.doc(security=AUTH)
