@@ -14,7 +14,6 @@ from engine import Event, GameState
 from engine.events import PLAYER
 from engine.state import GameStatus
 
-from . import fairness
 from .fairness import Fair, FairnessDoc
 from .signing import StateSigner
 from .timers import ON_TIMEOUT
@@ -101,9 +100,15 @@ def session_view(view: engine.ViewDoc, deadline: int | None, fair: Fair | None =
 
 
 def seeding_view(fair: Fair, deadline: int) -> SessionViewDoc:
-    """The view of a fair session before its deal (see service.fairness.seeding_view)."""
-    return msgspec.convert({**fairness.seeding_view(fair, deadline), "fairness": fair.block(revealed=False)},
-                           SessionViewDoc)
+    """The view of a fair session whose game is not dealt: the table as it will be dealt,
+    every hand face down, nobody to act, status ``seeding``, and its fairness block."""
+    state, _ = engine.new_game(fair.rules, fair.players, seed=0)  # counts only: no card of it is shown
+    view = msgspec.to_builtins(engine.view_doc(state, None))
+    for player in view["players"]:  # as dealt, before any first player's elimination (R-ELIM-2)
+        player.update(hand=None, hand_count=state.rules.hand_size, status="active", busted=False)
+    return msgspec.convert({**view, "status": "seeding", "current": None, "owed_draws": [], "legal_actions": [],
+                            "winners": [], "discard_pile": [], "total": 0, "deadline_ms": deadline or None,
+                            "fairness": fair.block(revealed=False)}, SessionViewDoc)
 
 
 @dataclass(frozen=True)

@@ -205,8 +205,7 @@ class Application:
             if store.create(session_id, session, _json.encode(events), started, entry):
                 log.info("session created", extra={"session_id": session_id, "version": FIRST_VERSION,
                                                    "fair": fair is not None})
-                shown = [{**e, "version": FIRST_VERSION, "chain_hash": chain}
-                         for e in engine.redact_events(events, None)]
+                shown = _shown(FIRST_VERSION, [events], [chain], None)
                 view = seeding_view(fair, deadline) if fair else session_view(engine.view_doc(state, None), deadline)
                 made = SessionCreated(session_id, FIRST_VERSION, tokens, view, shown, chain)
                 if fair or not bots_due(state, bots):
@@ -312,9 +311,7 @@ class Application:
         version = session.version + len(steps)
         change = self.turns.write(session, state, next_state, steps, timeouts=timeouts, player=action.player,
                                   bots=bots)
-        shown = [{**e, "version": session.version + k, "chain_hash": chain}
-                 for k, (step, chain) in enumerate(zip(steps, change.hashes, strict=True), start=1)
-                 for e in engine.redact_events(step.events, action.player)]
+        shown = _shown(session.version + 1, [step.events for step in steps], change.hashes, action.player)
         answer = SessionAnswer(session_id, version, action.player, shown,
                                session_view(engine.view_doc(next_state, action.player),
                                             session.deadline if change.deadline is None else change.deadline,
@@ -391,9 +388,8 @@ class Application:
             else:
                 change = self.turns.write(session, None, None, [step], fair=fair)
                 view = seeding_view(fair, session.deadline)
-            shown = [{**e, "version": session.version + k, "chain_hash": chain}
-                     for k, (events, chain) in enumerate(zip(change.events, change.hashes, strict=True), start=1)
-                     for e in engine.redact_events(_decode_events.decode(events), player)]
+            shown = _shown(session.version + 1, [_decode_events.decode(events) for events in change.events],
+                           change.hashes, player)
             answer = SessionAnswer(session_id, session.version + len(change.hashes), player, shown, view,
                                    change.chain)
 
@@ -588,6 +584,14 @@ class EventCursor:
         session = self.sessions.load(self.session_id)
         over = not session.seeding and session.game().status != GameStatus.PLAYING
         return over and session.version <= self.after
+
+
+def _shown(first: int, batches: list[list[Event]], hashes: list[str], viewer: str | None) -> list[Event]:
+    """The events of the versions from ``first`` on (one batch each) as ``viewer`` sees
+    them, each with its version and chain hash (a session's answer's events)."""
+    return [{**event, "version": version, "chain_hash": chain}
+            for version, (batch, chain) in enumerate(zip(batches, hashes, strict=True), start=first)
+            for event in engine.redact_events(batch, viewer)]
 
 
 def _apply_counted(mode: str, state: GameState, action: engine.Action) -> tuple[GameState, list[Event]]:

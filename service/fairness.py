@@ -94,17 +94,6 @@ def decode(raw: bytes | None) -> Fair | None:
     return msgspec.json.decode(raw, type=Fair) if raw else None
 
 
-def seeding_view(fair: Fair, deadline: int) -> dict[str, Any]:
-    """The view of a session whose game is not dealt: the table as it will be dealt,
-    every hand face down, nobody to act, status ``seeding``."""
-    state, _ = engine.new_game(fair.rules, fair.players, seed=0)  # counts only: no card of it is shown
-    view = msgspec.to_builtins(engine.view_doc(state, None))
-    for player in view["players"]:  # as dealt, before any first player's elimination (R-ELIM-2)
-        player.update(hand=None, hand_count=state.rules.hand_size, status="active", busted=False)
-    return {**view, "status": "seeding", "current": None, "owed_draws": [], "legal_actions": [], "winners": [],
-            "discard_pile": [], "total": 0, "deadline_ms": deadline or None}
-
-
 def shown_state(state: GameState, fair: Fair | None) -> GameState:
     """A state as the service key reads it: a fair game's seed (its master key) hidden
     while the game runs."""

@@ -12,6 +12,7 @@ from flask.views import MethodView
 import engine
 
 from ..admission import Caller
+from ..answers import SessionAnswer
 from ..application import MAX_IDEMPOTENCY_KEY, bearer_token
 from ..errors import ServiceError
 from ..requests import NewGame, NewSession
@@ -50,6 +51,11 @@ _OUR_TAG = re.compile(r'"v(0|[1-9][0-9]{0,17})"')  # the text of an ETag it hand
 # so the action answers as any other stale pin does (after 401, 403 and 404).
 NEVER = 2**63 - 1
 _VERSION = re.compile(r"[0-9]{1,10}")  # ASCII digits only (str.isdigit takes "²")
+
+
+def acted_body(answer: SessionAnswer) -> dict[str, Any]:
+    """The body of an action's (or a seed's) answer."""
+    return {"version": answer.version, "events": answer.events, "view": answer.view, "chain_hash": answer.chain_hash}
 
 
 def _token() -> str | None:
@@ -181,8 +187,7 @@ class Actions(MethodView):
         headers = {"ETag": f'"v{answer.version}"'}
         if answer.replayed:
             headers["Idempotent-Replayed"] = "true"
-        return json_response({"version": answer.version, "events": answer.events, "view": answer.view,
-                              "chain_hash": answer.chain_hash}, headers=headers)
+        return json_response(acted_body(answer), headers=headers)
 
 
 @blp.route("/<session_id>/events")
@@ -283,8 +288,7 @@ class Seed(MethodView):
         The seed that completes the persons' seeds deals the game: the answer then ends
         at the deal (and at the bot seats' moves after it)."""
         answer = app_layer().send_seed(session_id, _token(), body["seed"]).done()
-        return json_response({"version": answer.version, "events": answer.events, "view": answer.view,
-                              "chain_hash": answer.chain_hash}, headers={"ETag": f'"v{answer.version}"'})
+        return json_response(acted_body(answer), headers={"ETag": f'"v{answer.version}"'})
 
 
 @blp.route("/<session_id>/record")
