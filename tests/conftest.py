@@ -69,6 +69,7 @@ def types(events) -> list[str]:
 
 # --- service fixtures: a real Redis-protocol server and real HTTP servers -----------------
 
+import json  # noqa: E402
 import os  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
@@ -184,6 +185,27 @@ def start_http(redis_url: str | None, workers: int = 2, **env: str) -> RunningSe
                             "ONO99_SERVICE_KEY": SERVICE_KEY, "ONO99_LOG_LEVEL": "warning", **env}, port)
     server.wait_ready()
     return server
+
+
+def start_timekeeper(redis_url: str, **env: str) -> RunningServer:
+    """``ono99 timers`` (a timekeeper) over ``redis_url``; it serves nothing to wait for."""
+    return RunningServer(["timers", "--metrics-port", "0"],
+                         {"REDIS_URL": redis_url, "ONO99_LOG_LEVEL": "warning", **env}, free_port())
+
+
+def auth(token: str) -> dict[str, str]:
+    """The Authorization header of a seat token or the service key."""
+    return {"Authorization": f"Bearer {token}"}
+
+
+def run_verify(tmp_path: Path, record: dict, *args: str) -> tuple[int, str]:
+    """``ono99 verify`` on ``record`` (written to a file under ``tmp_path``): its exit
+    status and what it printed."""
+    path = tmp_path / f"record-{time.monotonic_ns()}.json"
+    path.write_text(json.dumps(record))
+    done = subprocess.run([sys.executable, "-m", "service.cli", "verify", str(path), *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    return done.returncode, done.stdout
 
 
 def start_grpc(redis_url: str | None, **env: str) -> RunningServer:

@@ -17,7 +17,7 @@ import pytest
 import requests
 import sseclient
 
-from tests.conftest import ROOT, SERVICE_KEY, start_http
+from tests.conftest import ROOT, SERVICE_KEY, auth, start_http
 from tests.test_docs_page import DevTools, find_chromium
 
 pytestmark = pytest.mark.slow
@@ -57,9 +57,6 @@ def http_server(page_server):
     server.stop()
     store.stop()
 
-
-def auth(token):
-    return {"Authorization": f"Bearer {token}"}
 
 
 def create(server, **body):
@@ -182,6 +179,10 @@ def test_streams_count_against_the_workers_waiters(throwaway_redis):
 def _held_streams_and_then_one_more(server):
     made = create(server)
     sid, ann = made["session_id"], made["seats"]["ann"]
+    for _ in range(5):  # a HEAD answers the headers alone and holds no waiter (a body nobody reads would)
+        head = requests.head(f"{server.url}/v1/sessions/{sid}/events", params={"after": 1}, timeout=10,
+                             headers={"Accept": "text/event-stream", **auth(ann)})
+        assert head.status_code == 200 and head.headers["Content-Type"].startswith("text/event-stream")
     held = [open_stream(server, sid, auth(ann), after=1) for _ in range(3)]  # ONO99_HTTP_WAITERS=3
     try:
         assert all(r.status_code == 200 for r in held)
@@ -290,7 +291,7 @@ def test_a_stream_waits_out_a_redis_restart_and_goes_on_from_the_last_version_se
         store.stop()
 
 
-def test_a_version_after_game_over_ends_a_resumed_stream_and_head_holds_nothing(http_server):
+def test_a_version_after_game_over_ends_a_resumed_stream(http_server):
     server, _ = http_server
     made = create(server)
     sid, ann = made["session_id"], made["seats"]["ann"]
@@ -305,9 +306,6 @@ def test_a_version_after_game_over_ends_a_resumed_stream_and_head_holds_nothing(
     stream = open_stream(server, sid, {**auth(reissued.json()["token"]), "Last-Event-ID": str(over)})
     messages = list(sseclient.SSEClient(stream).events())  # the stream ends by itself
     assert [m.event for m in messages] == ["version", "end"] and int(messages[0].id) == over + 1
-    head = requests.head(f"{server.url}/v1/sessions/{sid}/events", params={"after": 1},
-                         headers={"Accept": "text/event-stream", **auth(reissued.json()["token"])}, timeout=10)
-    assert head.status_code in (200, 204)
 
 
 def test_a_heartbeat_of_zero_seconds_is_refused_at_start(throwaway_redis):

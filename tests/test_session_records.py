@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import copy
 import json
-import subprocess
-import sys
 import time
 
 import grpc
@@ -24,9 +22,8 @@ from engine.cards import CARD_CODES
 from engine.records import RECORD_SCHEMA, digest, sign, version_hash, version_meta
 from service.grpc_api.gen import ono99_pb2 as pb
 from service.grpc_api.gen import ono99_pb2_grpc as pb_grpc
-from service.ports import free_port
 from service.store import keys
-from tests.conftest import ROOT, SERVICE_KEY, RunningServer, start_grpc, start_http
+from tests.conftest import SERVICE_KEY, auth, run_verify, start_grpc, start_http, start_timekeeper
 
 pytestmark = pytest.mark.slow
 RECORD_KEY = "9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60"  # RFC 8032's first test key
@@ -44,17 +41,13 @@ def servers():
     store = start_embedded()
     http = start_http(store.connection_url, workers=1, **ENV)
     rpc = start_grpc(store.connection_url, **ENV)
-    keeper = RunningServer(["timers", "--metrics-port", "0"],
-                           {"REDIS_URL": store.connection_url, "ONO99_LOG_LEVEL": "warning", **ENV}, free_port())
+    keeper = start_timekeeper(store.connection_url, **ENV)
     yield http, rpc, store.connection_url
     keeper.stop()
     rpc.stop()
     http.stop()
     store.stop()
 
-
-def auth(token):
-    return {"Authorization": f"Bearer {token}"}
 
 
 def record_of(http, sid, token):
@@ -64,13 +57,6 @@ def record_of(http, sid, token):
     SCHEMA.validate(record)  # every record the service serves is one of docs/record.schema.json
     return record
 
-
-def verify(tmp_path, record, *args):
-    path = tmp_path / f"record-{time.monotonic_ns()}.json"
-    path.write_text(json.dumps(record))
-    done = subprocess.run([sys.executable, "-m", "service.cli", "verify", str(path), *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=60)
-    return done.returncode, done.stdout
 
 
 def play(http, sid, seats, receipts, until_version=None, stall=None):
@@ -124,7 +110,7 @@ def test_a_game_of_persons_a_bot_and_a_timer_verifies_with_its_receipts_and_the_
                            for c in CARD_CODES)
         shared = min(len(mine["versions"]), len(full["versions"]))
         assert [v["hash"] for v in mine["versions"][:shared]] == [v["hash"] for v in full["versions"][:shared]]
-        code, out = verify(tmp_path, mine, "--key", RECORD_PUBLIC)
+        code, out = run_verify(tmp_path, mine, "--key", RECORD_PUBLIC)
         assert code == 0 and "skipped: the record hides cards" in out, out
     with grpc.insecure_channel(rpc.url) as channel:
         got = pb_grpc.SessionServiceStub(channel).GetRecord(pb.GetRecordRequest(session_id=sid),
@@ -145,7 +131,7 @@ def test_a_game_of_persons_a_bot_and_a_timer_verifies_with_its_receipts_and_the_
     key = requests.get(f"{http.url}/v1/records/key", timeout=5).json()
     assert key == {"algorithm": "ed25519", "public_key": RECORD_PUBLIC}
     args = ["--key", key["public_key"]] + [arg for r in receipts for arg in ("--receipt", r)]
-    code, out = verify(tmp_path, record, *args)
+    code, out = run_verify(tmp_path, record, *args)
     assert code == 0, out
     for check in ("format", "chain", "final hash", "signature", "replay", "outcome"):
         assert f"ok   {check}" in out, out
@@ -158,9 +144,10 @@ def test_a_game_of_persons_a_bot_and_a_timer_verifies_with_its_receipts_and_the_
 
     # A receipt the record does not hold fails; so does another service's key.
     version = int(receipts[-1].split(":")[0])
-    code, out = verify(tmp_path, record, "--receipt", f"{version}:{'0' * 64}")
+    code, out = run_verify(tmp_path, record, "--receipt", f"{version}:{'0' * 64}")
     assert code == 1 and f"FAIL receipt {version}" in out, out
-    code, out = verify(tmp_path, record, "--key", "3d4017c3e843895a92b70aa74d1b7ebc9c982ccf2ec4968cc0cd55f12af4660c")
+    another = "3d4017c3e843895a92b70aa74d1b7ebc9c982ccf2ec4968cc0cd55f12af4660c"
+    code, out = run_verify(tmp_path, record, "--key", another)
     assert code == 1 and "FAIL signature" in out, out
 
 
@@ -219,13 +206,13 @@ def test_a_real_record_tampered_with_fails_the_check_that_catches_it(servers, tm
                                                           "seed": 4}, timeout=10).json()
     play(http, made["session_id"], made["seats"], [])
     record = record_of(http, made["session_id"], SERVICE_KEY)
-    assert verify(tmp_path, record, "--key", RECORD_PUBLIC)[0] == 0
-    code, out = verify(tmp_path, _tampered(record, change), "--key", RECORD_PUBLIC)
+    assert run_verify(tmp_path, record, "--key", RECORD_PUBLIC)[0] == 0
+    code, out = run_verify(tmp_path, _tampered(record, change), "--key", RECORD_PUBLIC)
     assert code == 1 and f"FAIL {check}" in out, out
     if check == "signature":  # signed again by a forger's own key, the forgery is still caught: by the replay
         forged = _tampered(record, change)
         forged["signature"] = sign(forged, FORGER)
-        code, out = verify(tmp_path, forged)
+        code, out = run_verify(tmp_path, forged)
         assert code == 1 and "FAIL replay" in out, out
 
 

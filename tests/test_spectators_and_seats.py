@@ -15,7 +15,7 @@ import requests
 
 from service.grpc_api.gen import ono99_pb2 as pb
 from service.grpc_api.gen import ono99_pb2_grpc as pb_grpc
-from tests.conftest import SERVICE_KEY, start_grpc, start_http
+from tests.conftest import SERVICE_KEY, auth, start_grpc, start_http
 
 pytestmark = pytest.mark.slow
 ENV = {"ONO99_CREATES_PER_MINUTE": "0", "ONO99_ACTIONS_PER_SECOND": "0", "ONO99_SPECTATORS_MAX": "2"}
@@ -33,9 +33,6 @@ def servers():
     http.stop()
     store.stop()
 
-
-def auth(token):
-    return {"Authorization": f"Bearer {token}"}
 
 
 def create(http, **body):

@@ -13,7 +13,7 @@ import time
 import pytest
 import requests
 
-from service.ports import free_port
+from tests import conftest
 from tests.conftest import SERVICE_KEY, RunningServer, start_http
 
 pytestmark = pytest.mark.slow
@@ -37,9 +37,7 @@ def http(redis_for_timers):
 
 
 def start_timekeeper(redis_url: str) -> RunningServer:
-    keeper = RunningServer(["timers", "--metrics-port", "0"],
-                           {"REDIS_URL": redis_url, "ONO99_LOG_LEVEL": "warning", **ENV}, free_port())
-    return keeper
+    return conftest.start_timekeeper(redis_url, **ENV)
 
 
 @pytest.fixture(scope="module")
