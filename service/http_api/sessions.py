@@ -13,7 +13,8 @@ import engine
 
 from ..admission import Caller
 from ..answers import SessionAnswer
-from ..application import MAX_IDEMPOTENCY_KEY, bearer_token
+from ..application import MAX_IDEMPOTENCY_KEY, Application, bearer_token
+from ..config import Settings
 from ..errors import ServiceError
 from ..requests import NewGame, NewSession
 from . import streams
@@ -304,7 +305,7 @@ class Record(MethodView):
         return json_response(app_layer().record(session_id, _token()))
 
 
-def _event_stream(app: Any, session_id: str, query: dict[str, Any], settings: Any) -> Response:
+def _event_stream(app: Application, session_id: str, query: dict[str, Any], settings: Settings) -> Response:
     """The caller's events as Server-Sent Events (service/http_api/streams.py): after
     ``after`` or the ``Last-Event-ID`` a reconnecting browser sends, by the seat token or
     a stream ticket. Errors (401, 404, 429 past the worker's waiters) answer before the
