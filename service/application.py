@@ -21,7 +21,7 @@ from engine.actions import PLAYER_ID
 from engine.bots import BotSettings, Suggestion
 from engine.state import GameStatus
 
-from . import fairness, metrics
+from . import fairness, hooks, metrics
 from .admission import Admission, Caller, Limits
 from .answers import (
     EventsRead,
@@ -46,6 +46,7 @@ from .signing import StateSigner
 from .store import FIRST_VERSION, Conflict, Session, SessionStore, spectator_entry, spectator_seat
 from .timers import TurnTimer, now_ms, parse_timer, to_act, turn_started
 from .turns import Step, Turns, entries
+from .webhooks import Endpoint, Webhooks, parse_events, parse_url
 
 log = logging.getLogger("ono99.app")
 
@@ -88,6 +89,7 @@ class Application:
         self.admission = Admission(settings.pick(Limits), tuple(digest(key) for key in api_keys),
                                    self.sessions.service_key_hash)
         self.seats = SeatOperations(self.sessions, self.bots, self.turns, self.admission)
+        self.webhooks = Webhooks(store, settings.webhooks_max) if store is not None else None
 
     @classmethod
     def from_settings(cls, settings: Settings, think: Think = think_here) -> Application:
@@ -200,9 +202,12 @@ class Application:
         session = Session(FIRST_VERSION, b"" if fair else engine.dumps_state(state),
                           {pid: digest(t) for pid, t in tokens.items()}, ttl or self.session_ttl, bots, turn_timer,
                           deadline, chain=chain, fair=fair)
+        made_hooks = hooks.created(FIRST_VERSION, created_ms, None if fair else state,
+                                   [p.id for p in state.players], bots, turn_timer.turn_ms if turn_timer else None,
+                                   fair is not None, deadline)
         for _ in range(3):
-            session_id = store.new_session_id(timed=session.timed)
-            if store.create(session_id, session, _json.encode(events), started, entry):
+            session_id = store.new_session_id()
+            if store.create(session_id, session, _json.encode(events), started, entry, made_hooks):
                 log.info("session created", extra={"session_id": session_id, "version": FIRST_VERSION,
                                                    "fair": fair is not None})
                 shown = _shown(FIRST_VERSION, [events], [chain], None)
@@ -533,6 +538,38 @@ class Application:
         if not PLAYER_ID.fullmatch(player):
             raise ServiceError("invalid_request", "a player id is 1 to 64 letters, digits, '_' or '-'", field="player")
         return self.sessions.change(session_id, decide, token)
+
+    # --- webhooks -------------------------------------------------------------------
+
+    def _webhooks(self, token: str | None, what: str) -> Webhooks:
+        self.sessions.operator(token, what)
+        if self.webhooks is None:
+            raise ServiceError("unavailable", "sessions are disabled on this service: it has no webhooks")
+        return self.webhooks
+
+    def register_webhook(self, token: str | None, url: object, events: object) -> Endpoint:
+        """A new webhook endpoint, by the service key: it is sent the events of ``events``
+        (None: every type) committed from now on, signed with the secret shown only here."""
+        webhooks = self._webhooks(token, "registers webhooks")
+        endpoint = webhooks.register(parse_url(url), parse_events(events))
+        log.info("webhook registered", extra={"endpoint": endpoint.id, "events": endpoint.events})
+        return endpoint
+
+    def list_webhooks(self, token: str | None) -> list[Endpoint]:
+        """Every webhook endpoint, by the service key."""
+        return self._webhooks(token, "lists webhooks").all()
+
+    def webhook(self, token: str | None, endpoint_id: str) -> tuple[Endpoint, int | None]:
+        """A webhook endpoint and its backlog (events not delivered yet; None: unknown),
+        by the service key."""
+        webhooks = self._webhooks(token, "reads webhooks")
+        endpoint = webhooks.get(endpoint_id)
+        return endpoint, webhooks.backlog(endpoint.id)
+
+    def delete_webhook(self, token: str | None, endpoint_id: str) -> None:
+        """Forget a webhook endpoint, by the service key."""
+        self._webhooks(token, "deletes webhooks").delete(endpoint_id)
+        log.info("webhook deleted", extra={"endpoint": endpoint_id[:64]})
 
     def delete_session(self, session_id: str, token: str | None) -> None:
         """End a session (any seat of it, or the service key)."""

@@ -5,6 +5,7 @@
     ono99 http    the HTTP API alone (REDIS_URL, or --no-sessions)
     ono99 grpc    the gRPC API alone (REDIS_URL, or --no-sessions)
     ono99 timers  a timekeeper alone: forced moves of timed sessions (REDIS_URL)
+    ono99 webhooks  a webhook deliverer alone (REDIS_URL)
     ono99 check   exit 0 when a server answers ready (container health checks)
 """
 
@@ -50,7 +51,8 @@ def _settings(args: argparse.Namespace) -> Settings:
                              workers=args.workers,
                              redis_url=args.redis_url, log_level=args.log_level,
                              sessions=False if args.no_sessions else None,
-                             timers=False if getattr(args, "no_timers", False) else None)
+                             timers=False if getattr(args, "no_timers", False) else None,
+                             webhooks=False if getattr(args, "no_webhooks", False) else None)
 
 
 def run_gunicorn(settings: Settings) -> None:
@@ -198,6 +200,14 @@ def serve(args: argparse.Namespace, settings: Settings) -> int:
                                   env={**env, "ONO99_METRICS_PORT": "0",
                                        "PROMETHEUS_MULTIPROC_DIR": os.environ["PROMETHEUS_MULTIPROC_DIR"]})
         children.watch("timekeeper", keeper)
+    deliverer = None
+    if settings.sessions and settings.webhooks:
+        if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+            os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="ono99-metrics-")
+        deliverer = subprocess.Popen([sys.executable, "-m", "service.cli", "webhooks"],
+                                     env={**env, "ONO99_METRICS_PORT": "0",
+                                          "PROMETHEUS_MULTIPROC_DIR": os.environ["PROMETHEUS_MULTIPROC_DIR"]})
+        children.watch("webhook deliverer", deliverer)
     code: int | str | None = 0
     try:
         run_gunicorn(settings)
@@ -208,7 +218,7 @@ def serve(args: argparse.Namespace, settings: Settings) -> int:
     finally:
         if os.getpid() == owner:
             children.closing = True
-            processes = [p for p in (grpc_process, keeper) if p is not None]
+            processes = [p for p in (grpc_process, keeper, deliverer) if p is not None]
             for child in processes:
                 child.terminate()
             for child in processes:
@@ -308,6 +318,30 @@ def timers(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def webhooks(args: argparse.Namespace, settings: Settings) -> int:
+    """A webhook deliverer alone: posts the registered endpoints' events."""
+    _needs_redis("webhooks", settings)
+    if not ports_free(settings, "metrics"):
+        return 1
+    from prometheus_client import start_http_server
+
+    from .deliverer import BLOCK_MS, Deliverer, Delivery
+    from .redis_client import connect
+    from .store import SessionStore
+
+    # Its reads wait up to BLOCK_MS for new entries: its client waits longer than that.
+    client = connect(settings.redis_url, max(settings.redis_timeout, BLOCK_MS / 1000 + 2), settings.redis_sentinels,
+                     settings.redis_sentinel_master, settings.redis_cluster, settings.redis_connections)
+    store = SessionStore(client, settings.redis_breaker_failures, settings.redis_breaker_reset)
+    if settings.metrics_port:
+        start_http_server(settings.metrics_port, addr=settings.host)
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    Deliverer(store, settings.pick(Delivery, prefix="webhook_")).run(stop)
+    return 0
+
+
 def check(args: argparse.Namespace, settings: Settings) -> int:
     """Exit 0 when the target answers ready: an HTTP URL (2xx), or grpc://host:port whose
     health service reports SERVING. For container health checks."""
@@ -381,6 +415,9 @@ def main(argv: list[str] | None = None) -> int:
     p_serve.add_argument("--no-timers", action="store_true",
                          help="no timekeeper in this serve (ONO99_TIMERS=false): timed sessions then need "
                               "an ono99 timers elsewhere")
+    p_serve.add_argument("--no-webhooks", action="store_true",
+                         help="no webhook deliverer in this serve (ONO99_WEBHOOKS=false): registered endpoints "
+                              "then need an ono99 webhooks elsewhere")
     p_serve.set_defaults(func=serve)
     p_http = sub.add_parser("http", help="run the HTTP API alone")
     _common(p_http)
@@ -395,6 +432,11 @@ def main(argv: list[str] | None = None) -> int:
     p_timers.add_argument("--metrics-port", type=int,
                           help=_about("metrics_port", "Prometheus metrics of the timekeeper; 0: off"))
     p_timers.set_defaults(func=timers)
+    p_hooks = sub.add_parser("webhooks", help="run a webhook deliverer: signed events to registered endpoints")
+    _common(p_hooks)
+    p_hooks.add_argument("--metrics-port", type=int,
+                         help=_about("metrics_port", "Prometheus metrics of the deliverer; 0: off"))
+    p_hooks.set_defaults(func=webhooks)
     p_check = sub.add_parser("check", help="health check of a running server (for containers)")
     p_check.add_argument("target", help="http://host:port/readyz or grpc://host:port")
     p_check.add_argument("--service", default="", help="gRPC health service name (default: the whole server)")

@@ -82,6 +82,15 @@ class Settings:
     stream_ticket_seconds: int = 60
     sse_heartbeat: float = 15.0
     cors_origins: str | None = None
+    webhooks: bool = True
+    webhooks_max: int = 20
+    webhook_timeout: float = 10.0
+    webhook_retry_seconds: float = 86_400.0
+    webhook_backoff_max: float = 300.0
+    webhook_concurrency: int = 8
+    webhook_inflight: int = 1000
+    webhook_outbox_max: int = 100_000
+    webhook_lease: float = 15.0
     log_level: str = "info"
 
     def pick(self, kind: type[T], prefix: str = "") -> T:
@@ -124,7 +133,7 @@ class Settings:
             raise ValueError("ONO99_REDIS_WAIT_AOF is not supported with REDIS_CLUSTER: "
                              "set appendfsync always on the cluster's nodes instead")
         return SessionStore(self.connect_redis(), self.redis_breaker_failures, self.redis_breaker_reset,
-                            self.redis_wait_aof, self.redis_timeout)
+                            self.redis_wait_aof, self.redis_timeout, self.webhook_outbox_max)
 
     @classmethod
     def from_env(cls, **overrides: Any) -> Settings:

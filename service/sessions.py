@@ -117,6 +117,18 @@ class Sessions:
             raise ServiceError("unauthorized", "the token is no seat or spectator token of this session")
         return found
 
+    def operator(self, token: str | None, what: str) -> None:
+        """Let only the service key do ``what`` (401 for any other token, 403 when the
+        service has no service key)."""
+        if self.service_key_hash is None:
+            raise ServiceError("forbidden", f"only the service key {what}, and this service has none "
+                               "(ONO99_SERVICE_KEY)")
+        hashed = credential(token)
+        if not hashed:
+            raise ServiceError("unauthorized", "send 'Authorization: Bearer <service key>'")
+        if not hmac.compare_digest(hashed, self.service_key_hash):
+            raise ServiceError("unauthorized", f"only the service key {what}")
+
     def read_as(self, session_id: str, token: str | None, hashed: str | None = None) -> tuple[Session, Reader]:
         """The session and who reads it (by ``token``, or by a token's hash ``hashed``: a
         stream ticket's); a read renews the session's time to live."""

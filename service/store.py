@@ -16,6 +16,9 @@ Keys of session ``S`` (the hash tag keeps them in one Redis Cluster slot):
 - ``ono99:{S}:idem``   hash: Idempotency-Key → recorded answer
 - ``ono99:{S}:inflight:P`` player P's action in flight in a timed session: P's timer waits
 - ``ono99:timers``      sorted set: the game key of each timed session, by its deadline
+- ``ono99:outbox``      stream: the webhook events of every commit (service.webhooks),
+  written by the commit that makes their version; on a Cluster one of ``TIMER_SHARDS``
+  streams, in the session's slot
 - channel ``ono99:{S}:live``: the new version number, published on every commit
 
 Every key expires ``ttl`` seconds after the session's last activity; the commit that
@@ -43,20 +46,23 @@ from . import metrics
 from .errors import ServiceError
 from .fairness import Fair
 from .fairness import decode as decode_fair
+from .hooks import Hook, outbox_entry
 from .redis_client import Breaker, Client, T, unavailable
 from .timers import TurnTimer
 
 log = logging.getLogger("ono99.store")
 
-# KEYS: game, events, idem, record, and for a timed session timers and the player's
-# inflight. ARGV: the number of named fields n, then n name/value pairs, then for each
+# KEYS: game, events, idem, record, outbox, and for a timed session timers and the
+# player's inflight. ARGV: the number of named fields n, then n name/value pairs, then for each
 # new version its events JSON and its record entry JSON. The fields (service.store.Change;
 # absent: unchanged): expected (the version the change was decided at), state, chain,
 # ttl (new idle seconds, kept), ttl_ms (absent: leave the time to live as it is), key
 # and answer (an idempotency record), channel (the live channel), bots, timeouts, fair, seats,
 # revoke_by (a seat whose spectator tokens go with its reissued token),
 # deadline ('0': none runs), forced (a timekeeper's forced move, its clock in epoch ms:
-# apply only if the deadline has passed and the player's action is not in flight).
+# apply only if the deadline has passed and the player's action is not in flight),
+# hooks and outbox_max (the commit's webhook events, as one outbox entry; the outbox
+# keeps about outbox_max entries).
 _COMMIT = """
 local f = {}
 local n = tonumber(ARGV[1])
@@ -68,7 +74,7 @@ version = tonumber(version)
 if version ~= tonumber(f.expected) then return {0, version} end
 if f.forced then
   local due = tonumber(redis.call('HGET', KEYS[1], 'deadline') or '0')
-  if due == 0 or due > tonumber(f.forced) or redis.call('EXISTS', KEYS[6]) == 1 then return {2, version} end
+  if due == 0 or due > tonumber(f.forced) or redis.call('EXISTS', KEYS[7]) == 1 then return {2, version} end
 end
 version = version + (#ARGV - first + 1) / 2
 redis.call('HSET', KEYS[1], 'version', version, 'state', f.state, 'chain', f.chain)
@@ -91,18 +97,19 @@ for i = first, #ARGV, 2 do
   redis.call('RPUSH', KEYS[4], ARGV[i + 1])
 end
 if f.key then redis.call('HSET', KEYS[3], f.key, f.answer) end
+if f.hooks then redis.call('XADD', KEYS[5], 'MAXLEN', '~', f.outbox_max, '*', 's', f.session, 'h', f.hooks) end
 if f.ttl then
   redis.call('HSET', KEYS[1], 'ttl', f.ttl)
   f.ttl_ms = tonumber(f.ttl) * 1000
 end
 if f.ttl_ms then for i = 1, 4 do redis.call('PEXPIRE', KEYS[i], f.ttl_ms) end end
-if #KEYS == 6 then
+if #KEYS == 7 then
   if f.deadline then
     redis.call('HSET', KEYS[1], 'deadline', f.deadline)
-    if f.deadline == '0' then redis.call('ZREM', KEYS[5], KEYS[1])
-    else redis.call('ZADD', KEYS[5], f.deadline, KEYS[1]) end
+    if f.deadline == '0' then redis.call('ZREM', KEYS[6], KEYS[1])
+    else redis.call('ZADD', KEYS[6], f.deadline, KEYS[1]) end
   end
-  redis.call('DEL', KEYS[6])
+  redis.call('DEL', KEYS[7])
 end
 redis.call('PUBLISH', f.channel, version)
 return {1, version}
@@ -140,23 +147,28 @@ TIMERS = "ono99:timers"  # sorted set: a timed session's game key, scored by its
 # drawn so that its keys share the slot of one of them.
 TIMER_SHARDS = 64
 _SHARD_OF_SLOT = {key_slot(f"t{k}".encode()): f"ono99:timers:{{t{k}}}" for k in range(TIMER_SHARDS)}
+OUTBOX = "ono99:outbox"  # stream: each commit's webhook events (service.webhooks)
+# On a Cluster every session's id is drawn into the slot of a shard, and its webhook
+# events go to that shard's outbox stream.
+_OUTBOX_OF_SLOT = {key_slot(f"t{k}".encode()): f"ono99:outbox:{{t{k}}}" for k in range(TIMER_SHARDS)}
 
 FIRST_VERSION = 1  # a new session's version; each action adds one
 
-# KEYS: game, events, record, and timers for a timed session. ARGV: the number of
-# named fields n, then n name/value pairs: the game hash's fields (version, state,
+# KEYS: game, events, record, outbox, and timers for a timed session. ARGV: the number
+# of named fields n, then n name/value pairs: the game hash's fields (version, state,
 # seats, ttl, bots, timer, deadline: epoch ms, '0' none; chain, fair), and events, header and
-# entry (the first version's events, the record's header and its first entry). Creates
-# only if absent.
+# entry (the first version's events, the record's header and its first entry), session,
+# hooks and outbox_max (as the commit's). Creates only if absent.
 _CREATE = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 local f = {}
 for i = 2, 2 * tonumber(ARGV[1]), 2 do f[ARGV[i]] = ARGV[i + 1] end
 redis.call('HSET', KEYS[1], 'version', f.version, 'state', f.state, 'seats', f.seats, 'ttl', f.ttl,
            'bots', f.bots, 'timer', f.timer, 'deadline', f.deadline, 'chain', f.chain, 'fair', f.fair)
-if #KEYS == 4 and f.deadline ~= '0' then redis.call('ZADD', KEYS[4], f.deadline, KEYS[1]) end
+if #KEYS == 5 and f.deadline ~= '0' then redis.call('ZADD', KEYS[5], f.deadline, KEYS[1]) end
 redis.call('RPUSH', KEYS[2], f.events)
 redis.call('RPUSH', KEYS[3], f.header, f.entry)
+if f.hooks then redis.call('XADD', KEYS[4], 'MAXLEN', '~', f.outbox_max, '*', 's', f.session, 'h', f.hooks) end
 for i = 1, 3 do redis.call('EXPIRE', KEYS[i], f.ttl) end
 return 1
 """
@@ -311,6 +323,7 @@ class Change:
     forced_at: int | None = None  # a timekeeper's forced move: apply only if due at this time
     player: str = ""  # a timed session: whose action in flight (or timed-out turn) this lands
     record: tuple[str, bytes] | None = None  # an idempotency key and the answer to record
+    hooks: list[Hook] = field(default_factory=list)  # the webhook events of the new versions
 
     @property
     def chain(self) -> str:
@@ -430,8 +443,9 @@ class SessionStore:
     """
 
     def __init__(self, client: Client, breaker_failures: int = 3, breaker_reset: float = 2.0,
-                 wait_aof: bool = False, timeout: float = 0.5) -> None:
+                 wait_aof: bool = False, timeout: float = 0.5, outbox_max: int = 100_000) -> None:
         self.client = client
+        self.outbox_max = outbox_max  # webhook outbox entries kept at most (about: trimmed by whole nodes)
         self.cluster = type(client).__name__ == "RedisCluster"  # no script may span its slots
         self._commit = client.register_script(_COMMIT)
         self._create = client.register_script(_CREATE)
@@ -507,18 +521,22 @@ class SessionStore:
         except (redis.ConnectionError, redis.TimeoutError, redis.ResponseError):
             return False
 
-    def create(self, session_id: str, session: Session, events: bytes, header: bytes, entry: bytes) -> bool:
+    def create(self, session_id: str, session: Session, events: bytes, header: bytes, entry: bytes,
+               hooks: list[Hook] | None = None) -> bool:
         """Store a new session (at ``session.version``, FIRST_VERSION) with the events of
-        its first version, and its record's header and first entry; False if the id is
-        taken. A timer schedules the deadline."""
+        its first version, its record's header and first entry, and its webhook events;
+        False if the id is taken. A timer schedules the deadline."""
         game, events_key, _, record = keys(session_id)
-        names = [game, events_key, record] + ([self.timers_key(session_id)] if session.timed else [])
+        outbox = self.outbox_key(session_id)
+        names = [game, events_key, record, outbox or game] + ([self.timers_key(session_id)] if session.timed else [])
         named: dict[str, Any] = {
             "version": session.version, "state": session.state, "seats": _encode.encode(session.seats),
             "ttl": session.ttl, "bots": _encode.encode(session.bots),
             "timer": _encode.encode(session.timer) if session.timer else b"", "deadline": session.deadline,
             "chain": session.chain, "fair": _encode.encode(session.fair) if session.fair else b"", "events": events,
             "header": header, "entry": entry}
+        if hooks and outbox:
+            named.update(session=session_id, hooks=outbox_entry(session_id, hooks), outbox_max=self.outbox_max)
         args = [len(named), *(item for pair in named.items() for item in pair)]
         return bool(self._call("create", lambda: self._durable(lambda client: self._create(
             keys=names, args=args, client=client))))
@@ -560,7 +578,8 @@ class SessionStore:
         of ``read``, the session as read for it); the new version. Raise Conflict if the
         session moved on, and NotDue when a forced move finds the deadline not passed or
         the player's action in flight."""
-        names = list(keys(session_id))
+        outbox = self.outbox_key(session_id)
+        names = [*keys(session_id), outbox or keys(session_id)[0]]  # (a session from before the outbox: none)
         if read.timed:
             names += [self.timers_key(session_id), inflight_key(session_id, change.player)]
         named: dict[str, Any] = {"expected": read.version if expected is None else expected, "state": change.state,
@@ -585,6 +604,8 @@ class SessionStore:
             named["deadline"] = change.deadline
         if change.forced_at is not None:
             named["forced"] = change.forced_at
+        if change.hooks and outbox:
+            named.update(session=session_id, hooks=outbox_entry(session_id, change.hooks), outbox_max=self.outbox_max)
         versions = (part for pair in zip(change.events, change.entries, strict=True) for part in pair)
         args = [len(named), *(item for pair in named.items() for item in pair), *versions]
         status, version = self._call("commit", lambda: self._durable(lambda client: self._commit(
@@ -629,12 +650,23 @@ class SessionStore:
             return TIMERS
         return _SHARD_OF_SLOT.get(key_slot(keys(session_id)[0].encode()), "")
 
-    def new_session_id(self, timed: bool) -> str:
-        """A fresh session id; on a Cluster a timed session's keys land in the slot of a
-        timers shard (a few hundred draws at most, each a CRC16)."""
+    def outbox_key(self, session_id: str) -> str:
+        """The stream a session's webhook events go to (on a Cluster the one in its slot;
+        "" for a session whose id was drawn before there was an outbox: it sends none)."""
+        if not self.cluster:
+            return OUTBOX
+        return _OUTBOX_OF_SLOT.get(key_slot(keys(session_id)[0].encode()), "")
+
+    def outboxes(self) -> list[str]:
+        """Every outbox stream (one; on a Cluster one per shard)."""
+        return list(_OUTBOX_OF_SLOT.values()) if self.cluster else [OUTBOX]
+
+    def new_session_id(self) -> str:
+        """A fresh session id; on a Cluster its keys land in the slot of a shard (its
+        timers and outbox; a few hundred draws at most, each a CRC16)."""
         while True:
             session_id = secrets.token_urlsafe(16)
-            if not (timed and self.cluster) or key_slot(keys(session_id)[0].encode()) in _SHARD_OF_SLOT:
+            if not self.cluster or key_slot(keys(session_id)[0].encode()) in _SHARD_OF_SLOT:
                 return session_id
 
     def unschedule(self, session_id: str) -> None:

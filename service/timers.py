@@ -87,9 +87,14 @@ def next_deadline(timer: TurnTimer, before: GameState | None, after: GameState, 
     forced move), 0 once the game is over, None to keep the running one."""
     if to_act(after) is None:
         return 0
-    if forced or before is None or to_act(before) != to_act(after) or before.round != after.round:
-        return now + timer.turn_ms
-    return None
+    return now + timer.turn_ms if starts_turn(before, after, forced) else None
+
+
+def starts_turn(before: GameState | None, after: GameState, forced: bool = False) -> bool:
+    """Whether a version starts a turn: another player is to act, a round begins, the
+    game is dealt (``before`` None), or a forced move ended the last turn."""
+    return to_act(after) is not None and (forced or before is None or to_act(before) != to_act(after)
+                                          or before.round != after.round)
 
 
 def turn_started(state: GameState, deadline: int) -> Event:

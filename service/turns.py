@@ -2,8 +2,9 @@
 
 Every version written here goes through the store's one compare-and-set, like an
 action's; :meth:`Turns.write` builds each write's change: each new version's events and
-record entry (its place in the game record's hash chain, engine.records), and for a
-timed session the turn timer's part (the next deadline, the ``turn_started`` event).
+record entry (its place in the game record's hash chain, engine.records), its webhook
+events (service.hooks), and for a timed session the turn timer's part (the next
+deadline, the ``turn_started`` event).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from engine.bots import BotSettings, cautious
 from engine.leaving import forfeit
 from engine.state import GameStatus
 
-from . import metrics
+from . import hooks, metrics
 from .bots import Bots, bots_due, keeps_a_person, next_bot
 from .errors import ServiceError
 from .sessions import Decision, Sessions
@@ -131,6 +132,8 @@ class Turns:
                 steps[-1].events.append({"type": records.SECRET_REVEALED, "secret": session.fair.secret})
         version = session.version if expected is None else expected
         made, hashes = entries((chain or session.chain) or NO_CHAIN, version, steps, now)
+        fields["hooks"] = hooks.of_versions(version + 1, [step.events for step in steps], before, after, now,
+                                            fields.get("deadline"), forced=fields.get("forced_at") is not None)
         return Change(b"" if after is None else engine.dumps_state(after),
                       [_json.encode(step.events) for step in steps], made, hashes, **fields)
 

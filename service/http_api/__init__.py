@@ -17,7 +17,7 @@ from ..config import Settings
 from ..errors import ServiceError
 from ..live import Waiters
 from ..signing import warn_unsigned_states
-from . import docs, games, sessions
+from . import docs, games, sessions, webhooks
 from .problems import PROBLEM_JSON, from_http_exception, from_unexpected, problem_response
 from .schemas import ProblemSchema, engine_components
 
@@ -77,6 +77,7 @@ def create_app(settings: Settings | None = None, application: Application | None
         api.spec.components.schema(name, component=schema)
     api.register_blueprint(games.blp)
     api.register_blueprint(sessions.blp)
+    api.register_blueprint(webhooks.blp)
     docs.register(app)
     _cors(app, settings.cors_origins)
     _errors(app)

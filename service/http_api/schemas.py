@@ -28,6 +28,7 @@ from engine.view import ViewDoc
 
 from ..answers import SESSION_EVENT_FIELDS, SessionViewDoc
 from ..application import EVENTS_AFTER_RANGE, SESSION_TTL_RANGE
+from ..hooks import EVENT_TYPES
 
 PLAYER_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 PLAYER_ID = validate.Regexp(PLAYER_ID_PATTERN, error="a player id is 1 to 64 letters, digits, '_' or '-'")
@@ -378,6 +379,44 @@ class RecordKeySchema(ma.Schema):
     algorithm = fields.String(required=True, metadata={"const": "ed25519"})
     public_key = fields.String(required=True, metadata={**CHAIN_HASH, "description": "the Ed25519 public key "
                                                                                       "that signs records, hex"})
+
+
+class NewWebhookSchema(Strict):
+    """Body of POST /v1/webhooks."""
+
+    url = fields.String(required=True, metadata={"description": "where the events are posted: an absolute http or "
+                                                                "https URL of at most 2,048 characters"})
+    events = fields.List(fields.String(validate=validate.OneOf(EVENT_TYPES)), load_default=None,
+                         validate=validate.Length(min=1, max=len(EVENT_TYPES)),
+                         metadata={"description": "the event types to send (distinct); absent: every type"})
+
+
+class WebhookSchema(ma.Schema):
+    """A webhook endpoint as GET /v1/webhooks/{id} shows it."""
+
+    id = fields.String(required=True)
+    url = fields.String(required=True)
+    events = fields.List(fields.String(), required=True)
+    created_ms = fields.Integer(required=True, metadata={"description": "when it was registered, epoch ms"})
+    backlog = fields.Integer(allow_none=True, metadata={
+        "description": "its events not delivered yet (null: the outbox trimmed some unread); GET of one only"})
+
+
+class WebhookCreatedSchema(ma.Schema):
+    """Response of POST /v1/webhooks."""
+
+    id = fields.String(required=True)
+    url = fields.String(required=True)
+    events = fields.List(fields.String(), required=True)
+    created_ms = fields.Integer(required=True)
+    secret = fields.String(required=True, metadata={
+        "description": "the Standard Webhooks signing secret (whsec_ and base64), shown only here"})
+
+
+class WebhooksSchema(ma.Schema):
+    """Response of GET /v1/webhooks."""
+
+    webhooks = fields.List(fields.Nested(WebhookSchema), required=True)
 
 
 class EventsQuerySchema(Strict):
