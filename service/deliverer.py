@@ -202,8 +202,9 @@ class EndpointWorker:
             start = "0-0"
             while not self.stopped.is_set():
                 try:
+                    # (redis-py drops the cursor of a JUSTID answer: the entries come whole)
                     found = self.client.xautoclaim(outbox, self.endpoint.id, self.consumer, 0, start_id=start,
-                                                   count=500, justid=True)
+                                                   count=200)
                 except redis.ResponseError as exc:
                     self._no_group(outbox, exc)
                     break
