@@ -150,3 +150,30 @@ def test_turn_timers_work_on_the_cluster(cluster):
         assert len(deadlines) >= 2 and len(deadlines) == len(set(deadlines))
     assert client.delete(f"/v1/sessions/{sessions[0]}", headers={"Authorization": f"Bearer {SERVICE_KEY}"}
                          ).status_code == 204
+
+
+def test_webhooks_are_delivered_from_every_shards_outbox_on_the_cluster(cluster):
+    """Each session's webhook events go to the outbox stream in its own slot (a script
+    touches one slot), and one deliverer reads every shard's outbox."""
+    from tests.test_webhooks import Receiver, arrived, assert_in_version_order, start_deliverer, wait_for
+
+    url = f"redis://127.0.0.1:{cluster[0].port}/0"
+    client = create_app(make_settings(url, redis_cluster=True, creates_per_minute=0), warn_unsigned=False).test_client()
+    receiver = Receiver()
+    endpoint = client.post("/v1/webhooks", json={"url": receiver.url, "events": ["session.created", "turn.started"]},
+                           headers={"Authorization": f"Bearer {SERVICE_KEY}"}).json
+    deliverer = start_deliverer(url, REDIS_CLUSTER="true")
+    try:
+        sessions = []
+        for seed in range(8):
+            created = client.post("/v1/sessions", json={"rules": {"edition": "2022"}, "players": ["ann", "bob"],
+                                                        "seed": seed}).json
+            sessions.append(created["session_id"])
+        wanted = {f"msg_{sid}_1_{i}" for sid in sessions for i in range(2)}  # session.created and turn.started
+        wait_for(lambda: set(arrived(receiver, endpoint["secret"])) >= wanted, 60, "every shard's events")
+        assert_in_version_order(receiver)
+    finally:
+        deliverer.stop()
+    slots = {redis.cluster.key_slot(keys(sid)[0].encode()) for sid in sessions}
+    assert len({next(i for i, (a, b) in enumerate([(0, 5460), (5461, 10922), (10923, 16383)]) if a <= s <= b)
+                for s in slots}) > 1  # the sessions, and so their outboxes, on more than one node
