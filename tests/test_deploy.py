@@ -67,7 +67,7 @@ def _compose() -> dict:
 
 def test_compose_builds_the_one_image_its_services_run():
     services = {name: s for name, s in _compose()["services"].items() if name != "redis"}
-    assert {"http", "grpc", "timers"} <= set(services)
+    assert {"http", "grpc", "timers", "webhooks"} <= set(services)
     for name, service in services.items():
         # A service with an image but no build would make Compose pull it from a registry.
         assert "build" in service, f"{name}: no build"
@@ -276,7 +276,7 @@ def _image_command(target: str) -> list[str]:
     return [*entrypoint, target]
 
 
-@pytest.mark.parametrize("target", ["http", "grpc", "timers"])
+@pytest.mark.parametrize("target", ["http", "grpc", "timers", "webhooks"])
 def test_the_images_commands_serve_and_stop_cleanly_on_sigterm(target, throwaway_redis):
     compose = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
     port, metrics_port = free_port(), free_port()

@@ -3,8 +3,8 @@ shell blocks against real servers (gunicorn and grpc.aio over Valkey), each answ
 checked against the ``# →`` line the docs show after it, and their Python blocks.
 
 The commands run as written, with the placeholders the docs use (S: the session id
-the first command answered; TA, TB: ann's and bob's seat tokens) and the test's ports
-put in. curl's options are read as curl reads them and sent with requests; grpcurl's
+the first command answered; TA, TB: ann's and bob's seat tokens; KEY: the service key;
+W: the webhook endpoint a command registered) and the test's ports put in. curl's options are read as curl reads them and sent with requests; grpcurl's
 JSON goes through the same protobuf JSON mapping grpcurl uses, to the generated stubs.
 """
 
@@ -22,7 +22,7 @@ from google.protobuf import json_format
 
 from service.grpc_api.gen import ono99_pb2 as pb
 from service.grpc_api.gen import ono99_pb2_grpc as pb_grpc
-from tests.conftest import start_grpc, start_http
+from tests.conftest import SERVICE_KEY, start_grpc, start_http
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -117,7 +117,7 @@ def _curl(words: list[str], port: int) -> requests.Response:
 @pytest.mark.parametrize("name,block", shell_blocks("curl"))
 def test_every_curl_example_answers_as_the_docs_show(servers, name, block):
     http, _ = servers
-    values: dict[str, str] = {}
+    values: dict[str, str] = {"KEY": SERVICE_KEY}  # KEY: the service key
     ran = 0
     for words, shown in commands(block):
         if words[0] != "curl":
@@ -128,7 +128,9 @@ def test_every_curl_example_answers_as_the_docs_show(servers, name, block):
         if shown:
             _check_shown(body, shown)
         if "session_id" in body and "seats" in body:  # the placeholders of the commands after it
-            values = {"S": body["session_id"], "TA": body["seats"]["ann"], "TB": body["seats"]["bob"]}
+            values.update(S=body["session_id"], TA=body["seats"]["ann"], TB=body["seats"]["bob"])
+        if "secret" in body:  # W: a webhook endpoint's id
+            values["W"] = body["id"]
         ran += 1
     assert ran >= 3
 
