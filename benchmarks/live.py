@@ -7,10 +7,11 @@ One gunicorn worker (the service's gevent worker) and one gRPC process over an e
 Valkey. A session is played move by move (a person's action, answered after the bot
 seat's reply); for each move, the delay from just before the action is sent until each
 reader has the action's version: an SSE stream, a long poll (``wait``) asked again after
-each answer, and a gRPC ``WatchEvents`` stream. Then ``--idle`` SSE streams are opened
-on the worker and left idle (their clients never read), and ``GET /healthz`` and a
-session read are timed beside them against the same without. Webhooks are not built
-yet, so they have no figure.
+each answer, a gRPC ``WatchEvents`` stream, and a webhook endpoint (an HTTP receiver in
+this process, sent the version's ``turn.started`` by an ``ono99 webhooks`` deliverer).
+Then ``--idle`` SSE streams are opened on the worker and left idle (their clients never
+read), and ``GET /healthz`` and a session read are timed beside them against the same
+without.
 
 The last line printed is one JSON object.
 """
@@ -35,6 +36,7 @@ import requests  # noqa: E402
 from service.grpc_api.gen import ono99_pb2 as pb  # noqa: E402
 from service.grpc_api.gen import ono99_pb2_grpc as pb_grpc  # noqa: E402
 from tests.conftest import SERVICE_KEY, start_grpc, start_http  # noqa: E402
+from tests.test_webhooks import Receiver, start_deliverer  # noqa: E402
 
 
 def percentiles(values: list[float]) -> dict[str, float]:
@@ -47,7 +49,7 @@ class Heard:
     """When each reader first had each version."""
 
     def __init__(self) -> None:
-        self.at: dict[str, dict[int, float]] = {"sse": {}, "long_poll": {}, "grpc_stream": {}}
+        self.at: dict[str, dict[int, float]] = {"sse": {}, "long_poll": {}, "grpc_stream": {}, "webhook": {}}
         self.lock = threading.Lock()
 
     def heard(self, reader: str, version: int) -> None:
@@ -96,11 +98,17 @@ def delivery(http_url: str, grpc_address: str, moves: int) -> dict[str, float]:
     """Per reader kind, p50 and p99 of the delay from an action's send to its version heard."""
     heard, stop, sent = Heard(), threading.Event(), {}
     delays: dict[str, list[float]] = {name: [] for name in heard.at}
+    receiver, playing = Receiver(), {"sid": ""}
+    receiver.on_post = lambda payload: (payload["data"]["session_id"] == playing["sid"]
+                                        and heard.heard("webhook", payload["data"]["version"]))
+    requests.post(f"{http_url}/v1/webhooks", json={"url": receiver.url, "events": ["turn.started"]},
+                  headers={"Authorization": f"Bearer {SERVICE_KEY}"}, timeout=10).raise_for_status()
     while sum(len(d) for d in delays.values()) < moves * len(delays):
         made = requests.post(f"{http_url}/v1/sessions", json={
             "rules": {"edition": "2022"}, "players": ["ann", {"id": "cpu", "bot": {"kind": "heuristic"}}]},
             timeout=10).json()
         sid, ann = made["session_id"], made["seats"]["ann"]
+        playing["sid"] = sid
         readers = [threading.Thread(target=sse_reader, args=(http_url, sid, ann, heard, stop), daemon=True),
                    threading.Thread(target=long_poll_reader, args=(http_url, sid, ann, heard, stop), daemon=True),
                    threading.Thread(target=grpc_reader, args=(grpc_address, sid, ann, heard, stop), daemon=True)]
@@ -169,6 +177,7 @@ def main() -> None:
               "ONO99_HTTP_WAITERS": str(args.idle + 100), "ONO99_HTTP_WAITERS_PER_PEER": "0"}
     http = start_http(store.connection_url, workers=1, **limits)
     rpc = start_grpc(store.connection_url, **limits)
+    deliverer = start_deliverer(store.connection_url)
     figures: dict[str, object] = {}
     try:
         figures.update(delivery(http.url, rpc.url, args.moves))
@@ -191,10 +200,10 @@ def main() -> None:
               f"(without: {quiet['healthz']['p99_ms']} ms), session read p99 {busy['read']['p99_ms']} ms "
               f"(without: {quiet['read']['p99_ms']} ms)", flush=True)
     finally:
+        deliverer.stop()
         rpc.stop()
         http.stop()
         store.stop()
-    figures["webhooks"] = "not built yet"
     print(json.dumps(figures))
 
 

@@ -4,8 +4,9 @@ checked against the ``# →`` line the docs show after it, and their Python bloc
 
 The commands run as written, with the placeholders the docs use (S: the session id
 the first command answered; TA, TB: ann's and bob's seat tokens; KEY: the service key;
-W: the webhook endpoint a command registered) and the test's ports put in. curl's options are read as curl reads them and sent with requests; grpcurl's
-JSON goes through the same protobuf JSON mapping grpcurl uses, to the generated stubs.
+W: the webhook endpoint a command registered) and the test's ports put in. curl's
+options are read as curl reads them and sent with requests; grpcurl's JSON goes through
+the same protobuf JSON mapping grpcurl uses, to the generated stubs.
 """
 
 from __future__ import annotations
