@@ -23,14 +23,15 @@ class ActionDoc(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
 
 
 def parse_action(doc: Any) -> Action:
-    """An Action from its JSON object; raises InvalidInputError when malformed."""
+    """An Action from its JSON object (or an ActionDoc decoded already); raises
+    InvalidInputError when malformed."""
     if type(doc) is Action:
         return doc
     return _parse_action(doc)
 
 
 def _parse_action(doc: Any) -> Action:
-    parsed = convert(doc, ActionDoc, "action")
+    parsed = doc if type(doc) is ActionDoc else convert(doc, ActionDoc, "action")
     if parsed.type == PLAY:
         if parsed.card is None:
             raise InvalidInputError("a play needs a card", "action.card")

@@ -156,8 +156,9 @@ def loads_state(data: bytes | str) -> GameState:
 
 
 def decode_state(doc: Any) -> GameState:
-    """A state from plain objects (as parsed from JSON); raises InvalidInputError."""
-    return state_from_doc(convert(doc, StateDoc, "state"))
+    """A state from plain objects (as parsed from JSON) or a StateDoc decoded already;
+    raises InvalidInputError."""
+    return state_from_doc(doc if type(doc) is StateDoc else convert(doc, StateDoc, "state"))
 
 
 def _fail(message: str, path: str) -> InvalidInputError:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from copy import deepcopy
+from typing import Any, TypeVar
 
 import msgspec
 from flask import Response, current_app, request
 from flask.views import MethodView
 from flask_smorest import Blueprint
+from flask_smorest.utils import deepupdate
 
 from engine import describe_options, format_action
 from engine.bots import Suggestion, bot_to_dict
@@ -16,11 +19,11 @@ from ..admission import Caller
 from ..answers import Outcome
 from ..application import Application
 from ..requests import NewGame
-from .parser import Parser
-from .problems import document_errors
+from .parser import Parser, typed_body
+from .problems import document_answer, document_errors
 from .schemas import (
     ActionsSchema,
-    ApplySchema,
+    ApplyBody,
     GameSchema,
     NewGameSchema,
     RecordKeySchema,
@@ -32,11 +35,25 @@ from .schemas import (
     ViewSchema,
 )
 
+F = TypeVar("F", bound=Callable[..., Any])
+
 
 class ApiBlueprint(Blueprint):  # type: ignore[misc]
     """Blueprint whose bodies are parsed by :class:`Parser` (400 on invalid input)."""
 
     ARGUMENTS_PARSER = Parser()
+
+    @staticmethod
+    def doc(**kwargs: Any) -> Callable[[F], F]:
+        """As flask-smorest's ``doc`` (the values go verbatim into the operation's
+        OpenAPI document), but the view itself carries them: flask-smorest's wraps the
+        view in one more call, made on every request, for each ``doc`` it has."""
+        def decorate(view: F) -> F:
+            apidoc = dict(getattr(view, "_apidoc", {}))
+            apidoc["manual_doc"] = deepupdate(deepcopy(apidoc.get("manual_doc", {})), kwargs)
+            view._apidoc = apidoc  # type: ignore[attr-defined]
+            return view
+        return decorate
 
 
 blp = ApiBlueprint("games", __name__, url_prefix="/v1", description="Stateless game operations")
@@ -67,7 +84,7 @@ def caller_state(body: dict[str, Any]) -> Any:
 @blp.route("/games")
 class Games(MethodView):
     @blp.arguments(NewGameSchema())
-    @blp.response(201, GameSchema)
+    @document_answer(blp, 201, GameSchema)
     @document_errors(blp, 413)
     @blp.doc(operationId="newGame")
     def post(self, body: dict[str, Any]) -> Response:
@@ -80,7 +97,7 @@ class Games(MethodView):
 @blp.route("/games/legal-actions")
 class LegalActions(MethodView):
     @blp.arguments(SignedStateSchema())
-    @blp.response(200, ActionsSchema)
+    @document_answer(blp, 200, ActionsSchema)
     @document_errors(blp, 413)
     @blp.doc(operationId="legalActions")
     def post(self, body: dict[str, Any]) -> Response:
@@ -91,19 +108,21 @@ class LegalActions(MethodView):
 
 @blp.route("/games/apply")
 class Apply(MethodView):
-    @blp.arguments(ApplySchema())
-    @blp.response(200, GameSchema)
-    @document_errors(blp, 413, 422)
+    @typed_body(blp, ApplyBody)
+    @document_answer(blp, 200, GameSchema)
+    @document_errors(blp, 400, 413, 415, 422)
     @blp.doc(operationId="applyAction")
-    def post(self, body: dict[str, Any]) -> Response:
+    def post(self, body: ApplyBody) -> Response:
         """Apply an action: the next state and the events it caused, or 422 with the rule."""
-        return json_response(outcome_body(app_layer().apply(caller_state(body), body["action"])))
+        app = app_layer()
+        state = app.trusted_state(body.state, body.state_signature)
+        return json_response(outcome_body(app.apply(state, app.action(body.action))))
 
 
 @blp.route("/games/view")
 class View(MethodView):
     @blp.arguments(ViewRequestSchema())
-    @blp.response(200, ViewSchema)
+    @document_answer(blp, 200, ViewSchema)
     @document_errors(blp, 413)
     @blp.doc(operationId="viewGame")
     def post(self, body: dict[str, Any]) -> Response:
@@ -114,7 +133,7 @@ class View(MethodView):
 @blp.route("/games/suggest")
 class Suggest(MethodView):
     @blp.arguments(SuggestSchema())
-    @blp.response(200, SuggestionSchema)
+    @document_answer(blp, 200, SuggestionSchema)
     @document_errors(blp, 413, 422, 429)
     @blp.doc(operationId="suggestAction")
     def post(self, body: dict[str, Any]) -> Response:
@@ -134,7 +153,7 @@ def suggestion_body(found: Suggestion) -> dict[str, Any]:
 
 @blp.route("/rules")
 class RulesInfo(MethodView):
-    @blp.response(200, RulesInfoSchema)
+    @document_answer(blp, 200, RulesInfoSchema)
     @blp.doc(operationId="getRules")
     def get(self) -> Response:
         """The edition presets and every rule option with its meaning."""
@@ -143,7 +162,7 @@ class RulesInfo(MethodView):
 
 @blp.route("/records/key")
 class RecordKey(MethodView):
-    @blp.response(200, RecordKeySchema)
+    @document_answer(blp, 200, RecordKeySchema)
     @blp.doc(operationId="getRecordKey")
     def get(self) -> Response:
         """The public key that signs this service's game records (``ono99 verify --key``)."""

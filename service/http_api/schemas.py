@@ -8,7 +8,7 @@ OpenAPI schemas are the codec's own (``engine_components``).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
 
 import marshmallow as ma
 import msgspec
@@ -29,6 +29,7 @@ from engine.view import ViewDoc
 from ..answers import SESSION_EVENT_FIELDS, SessionViewDoc
 from ..application import EVENTS_AFTER_RANGE, SESSION_TTL_RANGE
 from ..hooks import EVENT_TYPES
+from .parser import component_name
 
 PLAYER_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 PLAYER_ID = validate.Regexp(PLAYER_ID_PATTERN, error="a player id is 1 to 64 letters, digits, '_' or '-'")
@@ -39,11 +40,14 @@ def _ref(name: str) -> dict[str, Any]:
 
 
 def engine_components() -> dict[str, Any]:
-    """OpenAPI component schemas of the engine's documents, generated from the codec, and
-    ``Event``: one schema per event kind (engine.events, and the session's own), as a
-    ``oneOf`` discriminated by ``type``."""
+    """OpenAPI component schemas of the engine's documents, generated from the codec, of
+    the bodies msgspec decodes (TYPED_BODIES), and ``Event``: one schema per event kind
+    (engine.events, and the session's own), as a ``oneOf`` discriminated by ``type``."""
     _, components = msgspec.json.schema_components(
-        [StateDoc, ViewDoc, SessionViewDoc, ActionDoc, BotSettings], ref_template="#/components/schemas/{name}")
+        [StateDoc, ViewDoc, SessionViewDoc, ActionDoc, BotSettings, *TYPED_BODIES],
+        ref_template="#/components/schemas/{name}")
+    for body in TYPED_BODIES:
+        components[component_name(body)] = {k: v for k, v in components.pop(body.__name__).items() if k != "title"}
     components["Rules"] = {**rules_json_schema(), "examples": RULES_EXAMPLES}
     components["GameRecord"] = {k: v for k, v in RECORD_SCHEMA.items() if k != "$schema"}
     version = {"version": {"type": "integer", "minimum": 1, "description": "session events: the version that "
@@ -209,10 +213,13 @@ class SignedStateSchema(Strict):
                                     metadata={"description": "required when the service signs states"})
 
 
-class ApplySchema(SignedStateSchema):
+class ApplyBody(msgspec.Struct, forbid_unknown_fields=True):
     """Body of POST /v1/games/apply."""
 
-    action = ActionField(required=True)
+    state: StateDoc
+    action: ActionDoc
+    state_signature: Annotated[str, msgspec.Meta(max_length=200, description="required when the service signs "
+                                                                            "states")] | None = None
 
 
 class SuggestSchema(SignedStateSchema):
@@ -326,12 +333,15 @@ class SessionViewSchema(ma.Schema):
     state = fields.Dict(metadata={**_ref("StateDoc"), "description": "full state: service key only"})
 
 
-class SessionActionSchema(Strict):
+class SessionActionBody(msgspec.Struct, forbid_unknown_fields=True):
     """Body of POST /v1/sessions/{id}/actions."""
 
-    action = ActionField(required=True)
-    expected_version = fields.Integer(strict=True, load_default=None, validate=validate.Range(min=1),
-                                      metadata={"description": "apply only if the session is at this version"})
+    action: ActionDoc
+    expected_version: Annotated[int, msgspec.Meta(ge=1, description="apply only if the session is at this "
+                                                                     "version")] | None = None
+
+
+TYPED_BODIES = (ApplyBody, SessionActionBody)  # the bodies parser.typed_body decodes
 
 
 class SessionActedSchema(ma.Schema):

@@ -19,7 +19,8 @@ from ..errors import ServiceError
 from ..requests import NewGame, NewSession
 from . import streams
 from .games import ApiBlueprint, app_layer, json_response, suggestion_body
-from .problems import document_errors
+from .parser import typed_body
+from .problems import document_answer, document_errors
 from .schemas import (
     EventsQuerySchema,
     EventsSchema,
@@ -28,7 +29,7 @@ from .schemas import (
     SeatBotSchema,
     SeedSchema,
     SessionActedSchema,
-    SessionActionSchema,
+    SessionActionBody,
     SessionCreatedSchema,
     SessionSuggestSchema,
     SessionViewSchema,
@@ -103,7 +104,7 @@ def _not_modified(version: int) -> bool:
 @blp.route("")
 class Sessions(MethodView):
     @blp.arguments(NewSessionSchema())
-    @blp.response(201, SessionCreatedSchema)
+    @document_answer(blp, 201, SessionCreatedSchema)
     @blp.doc(parameters=[{"in": "header", "name": "X-API-Key", "schema": {"type": "string"},
                           "description": "an API key of this service (required when ONO99_API_KEYS is set)"}])
     @document_errors(blp, 401, 413, 429, 503)
@@ -128,7 +129,7 @@ class Sessions(MethodView):
 
 @blp.route("/<session_id>")
 class Session(MethodView):
-    @blp.response(200, SessionViewSchema)
+    @document_answer(blp, 200, SessionViewSchema)
     @blp.alt_response(304, description="Not modified: If-None-Match names the session's current ETag")
     @blp.doc(security=AUTH, parameters=[
         {"in": "header", "name": "If-None-Match", "schema": {"type": "string"},
@@ -147,7 +148,7 @@ class Session(MethodView):
             body["state"] = engine.state_to_doc(read.state)
         return json_response(body, headers=headers)
 
-    @blp.response(204)
+    @document_answer(blp, 204)
     @blp.doc(security=AUTH)
     @document_errors(blp, 401, 404, 503)
     @blp.doc(operationId="deleteSession")
@@ -159,26 +160,27 @@ class Session(MethodView):
 
 @blp.route("/<session_id>/actions")
 class Actions(MethodView):
-    @blp.arguments(SessionActionSchema())
-    @blp.response(200, SessionActedSchema)
+    @typed_body(blp, SessionActionBody)
+    @document_answer(blp, 200, SessionActedSchema)
     @blp.doc(security=AUTH, parameters=[
         {"in": "header", "name": "Idempotency-Key", "schema": {"type": "string", "maxLength": MAX_IDEMPOTENCY_KEY},
          "description": "a retry with the same key returns the first answer instead of acting twice"},
         {"in": "header", "name": "If-Match", "schema": {"type": "string"},
          "description": 'the session ETag ("v7"): act only at that version, else 412 (strong comparison: '
                         'a weak W/ ETag never matches; * matches the session at any version)'}])
-    @document_errors(blp, 401, 403, 404, 409, 412, 413, 422, 429, 503)
+    @document_errors(blp, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 503)
     @blp.doc(operationId="actInSession")
-    def post(self, body: dict[str, Any], session_id: str) -> Response:
+    def post(self, body: SessionActionBody, session_id: str) -> Response:
         """Apply the seat's action with a compare-and-set on the session version."""
-        expected = body["expected_version"]
+        expected = body.expected_version
         pinned = _if_match()
         if pinned is not None:
             if expected is not None and expected != pinned != NEVER:
                 raise ServiceError("invalid_request", "If-Match and expected_version disagree", field="If-Match")
             expected = pinned
         try:
-            answer = app_layer().act(session_id, _token(), body["action"], expected,
+            app = app_layer()
+            answer = app.act(session_id, _token(), app.action(body.action), expected,
                                      request.headers.get("Idempotency-Key") or None).done()
         except ServiceError as error:
             if pinned is None or error.code != "version_conflict":
@@ -194,7 +196,7 @@ class Actions(MethodView):
 @blp.route("/<session_id>/events")
 class Events(MethodView):
     @blp.arguments(EventsQuerySchema(), location="query")
-    @blp.response(200, EventsSchema)
+    @document_answer(blp, 200, EventsSchema)
     @blp.doc(security=AUTH)
     @document_errors(blp, 401, 404, 503)
     @document_errors(blp, 429)
@@ -227,7 +229,7 @@ class Events(MethodView):
 
 @blp.route("/<session_id>/spectators")
 class Spectators(MethodView):
-    @blp.response(201, SpectatorSchema)
+    @document_answer(blp, 201, SpectatorSchema)
     @blp.doc(security=AUTH)
     @document_errors(blp, 401, 403, 404, 429, 503)
     @blp.doc(operationId="addSpectator")
@@ -238,7 +240,7 @@ class Spectators(MethodView):
         made, spectator = app_layer().add_spectator(session_id, _token())
         return json_response({"token": made, "id": spectator}, 201)
 
-    @blp.response(200, SpectatorsSchema)
+    @document_answer(blp, 200, SpectatorsSchema)
     @blp.doc(security=AUTH)
     @document_errors(blp, 401, 403, 404, 503)
     @blp.doc(operationId="listSpectators")
@@ -251,7 +253,7 @@ class Spectators(MethodView):
 
 @blp.route("/<session_id>/spectators/<spectator>")
 class Spectator(MethodView):
-    @blp.response(204)
+    @document_answer(blp, 204)
     @blp.doc(security=AUTH)
     @document_errors(blp, 401, 403, 404, 503)
     @blp.doc(operationId="revokeSpectator")
@@ -264,7 +266,7 @@ class Spectator(MethodView):
 
 @blp.route("/<session_id>/seats/<player>/token")
 class SeatToken(MethodView):
-    @blp.response(200, ReissuedSchema)
+    @document_answer(blp, 200, ReissuedSchema)
     @blp.doc(security=AUTH)
     @document_errors(blp, 400, 401, 403, 404, 409, 503)
     @blp.doc(operationId="reissueSeatToken")
@@ -280,7 +282,7 @@ class SeatToken(MethodView):
 @blp.route("/<session_id>/seed")
 class Seed(MethodView):
     @blp.arguments(SeedSchema())
-    @blp.response(200, SessionActedSchema)
+    @document_answer(blp, 200, SessionActedSchema)
     @blp.doc(security=AUTH)
     @document_errors(blp, 400, 401, 403, 404, 409, 413, 429, 503)
     @blp.doc(operationId="sendSeed")
@@ -294,7 +296,7 @@ class Seed(MethodView):
 
 @blp.route("/<session_id>/record")
 class Record(MethodView):
-    @blp.response(200, "GameRecord")  # engine.records.RECORD_SCHEMA
+    @document_answer(blp, 200, "GameRecord")  # engine.records.RECORD_SCHEMA
     @blp.doc(security=AUTH)
     @document_errors(blp, 401, 404, 503)
     @blp.doc(operationId="getSessionRecord")
@@ -348,7 +350,7 @@ def _event_stream(app: Application, session_id: str, query: dict[str, Any], sett
 
 @blp.route("/<session_id>/stream-ticket")
 class StreamTicket(MethodView):
-    @blp.response(201, StreamTicketSchema)
+    @document_answer(blp, 201, StreamTicketSchema)
     @blp.doc(security=AUTH)
     @document_errors(blp, 401, 404, 503)
     @blp.doc(operationId="makeStreamTicket")
@@ -364,7 +366,7 @@ class StreamTicket(MethodView):
 @blp.route("/<session_id>/suggest")
 class SessionSuggest(MethodView):
     @blp.arguments(SessionSuggestSchema())
-    @blp.response(200, SuggestionSchema)
+    @document_answer(blp, 200, SuggestionSchema)
     @blp.doc(security=AUTH)
     @document_errors(blp, 401, 403, 404, 413, 422, 429, 503)
     @blp.doc(operationId="suggestForSeat")
@@ -379,7 +381,7 @@ class SessionSuggest(MethodView):
 @blp.route("/<session_id>/seats/<player>/bot")
 class SeatBot(MethodView):
     @blp.arguments(SeatBotSchema())
-    @blp.response(200, VersionSchema)
+    @document_answer(blp, 200, VersionSchema)
     @blp.doc(security=AUTH)
     @document_errors(blp, 401, 403, 404, 409, 413, 429, 503)
     @blp.doc(operationId="handSeatToBot")
@@ -391,7 +393,7 @@ class SeatBot(MethodView):
         return json_response({"version": handed.version, "chain_hash": handed.chain_hash},
                              headers={"ETag": f'"v{handed.version}"'})
 
-    @blp.response(200, VersionSchema)
+    @document_answer(blp, 200, VersionSchema)
     @blp.doc(security=AUTH)
     @document_errors(blp, 401, 403, 404, 409, 429, 503)
     @blp.doc(operationId="takeSeatBack")

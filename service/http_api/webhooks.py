@@ -9,7 +9,7 @@ from flask.views import MethodView
 
 from ..application import bearer_token
 from .games import ApiBlueprint, app_layer, json_response
-from .problems import document_errors
+from .problems import document_answer, document_errors
 from .schemas import NewWebhookSchema, WebhookCreatedSchema, WebhookSchema, WebhooksSchema
 
 blp = ApiBlueprint("webhooks", __name__, url_prefix="/v1/webhooks",
@@ -25,7 +25,7 @@ def _token() -> str | None:
 @blp.route("")
 class Webhooks(MethodView):
     @blp.arguments(NewWebhookSchema)
-    @blp.response(201, WebhookCreatedSchema)
+    @document_answer(blp, 201, WebhookCreatedSchema)
     @blp.doc(security=AUTH)
     @document_errors(blp, 400, 401, 403, 429, 503)
     @blp.doc(operationId="registerWebhook")
@@ -36,7 +36,7 @@ class Webhooks(MethodView):
         return json_response({**endpoint.public(), "secret": endpoint.secret}, 201,
                              {"Location": f"/v1/webhooks/{endpoint.id}"})
 
-    @blp.response(200, WebhooksSchema)
+    @document_answer(blp, 200, WebhooksSchema)
     @blp.doc(security=AUTH)
     @document_errors(blp, 401, 403, 503)
     @blp.doc(operationId="listWebhooks")
@@ -47,7 +47,7 @@ class Webhooks(MethodView):
 
 @blp.route("/<endpoint_id>")
 class Webhook(MethodView):
-    @blp.response(200, WebhookSchema)
+    @document_answer(blp, 200, WebhookSchema)
     @blp.doc(security=AUTH)
     @document_errors(blp, 401, 403, 404, 503)
     @blp.doc(operationId="getWebhook")
@@ -56,7 +56,7 @@ class Webhook(MethodView):
         endpoint, backlog = app_layer().webhook(_token(), endpoint_id)
         return json_response({**endpoint.public(), "backlog": backlog})
 
-    @blp.response(204)
+    @document_answer(blp, 204)
     @blp.doc(security=AUTH)
     @document_errors(blp, 401, 403, 404, 503)
     @blp.doc(operationId="deleteWebhook")
