@@ -7,15 +7,20 @@ deliverer that dies lets it lapse after ONO99_WEBHOOK_LEASE seconds), and the li
 deliverers split the endpoints between them. The holder reads the endpoint's consumer
 group on each outbox stream (service.store): first it takes over every delivery still
 pending (read by a deliverer that stopped or died before it was acknowledged: delivered
-again, with the same ``webhook-id``), then the new entries.
+again, with the same ``webhook-id``), then the new entries; every few seconds it looks
+again for pending entries no lane of its holds (read by a reader it stopped, or left by
+a deliverer that lost its lease), so none is stranded.
 
 Entries go to one lane per session, which delivers them one after another, so that a
 session's events arrive in version order; up to ONO99_WEBHOOK_CONCURRENCY lanes of an
-endpoint deliver at once, and at most ONO99_WEBHOOK_INFLIGHT entries are read and not
-yet acknowledged. A failed attempt (no 2xx answer within ONO99_WEBHOOK_TIMEOUT) is
-retried with exponential backoff and jitter for ONO99_WEBHOOK_RETRY_SECONDS, then the
-delivery is given up: written to the dead-letter stream and counted. Each endpoint has
-threads of its own, so one that hangs or fails delays no other.
+endpoint post at once, and at most ONO99_WEBHOOK_INFLIGHT entries are read and not yet
+acknowledged. A failed attempt (no 2xx answer within ONO99_WEBHOOK_TIMEOUT, the whole
+attempt) is retried with exponential backoff and jitter for ONO99_WEBHOOK_RETRY_SECONDS,
+then the delivery is given up: written to the dead-letter stream and counted. A lane
+waiting for its retry holds no thread. Each endpoint has threads and connections of its
+own, so one that hangs or fails delays no other. A holder posts only while its lease is
+fresh: one that stalled past it (a pause, a partition) posts nothing more, and its
+successor delivers from what is acknowledged.
 
 Every round one deliverer also trims the outbox streams below the oldest entry some
 endpoint still needs.
@@ -26,20 +31,25 @@ from __future__ import annotations
 import collections
 import contextlib
 import datetime
+import heapq
+import http.client
 import importlib.metadata
+import itertools
 import logging
 import math
 import random
 import secrets
+import socket
+import ssl
 import threading
 import time
+import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 import redis
-import urllib3
 from prometheus_client import Counter, Gauge, Histogram
 from standardwebhooks.webhooks import Webhook
 
@@ -66,10 +76,12 @@ OVERRUNS = Counter("ono99_webhook_outbox_overruns_total",
 DELIVERERS = "ono99:webhooks:deliverers"  # sorted set: each live deliverer, by when its heartbeat lapses
 BLOCK_MS = 1000  # how long one read of a single outbox waits for new entries
 IDLE = 0.2  # seconds between reads of a Cluster's outboxes (each read at once) when none had news
+RESCAN = 5.0  # seconds between a worker's looks for pending entries none of its lanes holds
 FIRST_BACKOFF = 0.5  # seconds before the first retry; each later one waits up to twice as long
 TRIM_EVERY = 10.0  # seconds between a deliverer's trims of the outbox
 DEAD_LETTERS_MAX = 10_000  # entries the dead-letter stream keeps (about)
 RESPONSE_READ = 64 * 1024  # bytes of an endpoint's answer read at most
+FRESH = 0.75  # a holder posts while its lease was renewed less than this share of it ago
 _USER_AGENT = f"ono99-webhooks/{importlib.metadata.version('ono99')}"
 
 # KEYS: a lease. ARGV: holder, ms. Renew a lease this holder has (1), else 0.
@@ -98,33 +110,96 @@ class Delivery:
 
 
 class Sender:
-    """Posts a signed payload; an attempt is good when the endpoint answers 2xx in time."""
+    """Posts signed payloads to one endpoint over keep-alive connections of its own.
 
-    def __init__(self, timeout: float, concurrency: int) -> None:
-        self.pool = urllib3.PoolManager(num_pools=100, maxsize=max(1, concurrency), retries=False,
-                                        timeout=urllib3.Timeout(connect=min(timeout, 5.0), read=timeout))
+    ``timeout`` bounds a whole attempt (connect, send, the answer's head and up to
+    RESPONSE_READ bytes of its body): a watchdog thread shuts the socket of an attempt
+    that outlives it, so a receiver that trickles its answer byte by byte is cut off like
+    one that sends nothing (a per-read socket timeout, as HTTP clients' are, would wait
+    for it as long as it trickles). :meth:`close` cuts every attempt under way at once.
+    """
 
-    def post(self, endpoint: Endpoint, signer: Webhook, message_id: str, body: str) -> str | None:
-        """Post ``body`` to the endpoint; None when it took it, else why not."""
+    def __init__(self, url: str, timeout: float) -> None:
+        parts = urllib.parse.urlsplit(url)
+        self.https = parts.scheme == "https"
+        self.host, self.port = parts.hostname or "", parts.port
+        self.target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        self.timeout = timeout
+        self._idle: list[http.client.HTTPConnection] = []
+        self._busy: dict[int, tuple[float, http.client.HTTPConnection]] = {}  # attempt → (deadline, connection)
+        self._attempts = itertools.count()
+        self._changed = threading.Condition()
+        self._closed = False
+        threading.Thread(target=self._watch, name="ono99-webhook-watchdog", daemon=True).start()
+
+    def _connection(self) -> http.client.HTTPConnection:
+        with self._changed:
+            if self._idle:
+                return self._idle.pop()
+        if self.https:
+            return http.client.HTTPSConnection(self.host, self.port, timeout=self.timeout,
+                                               context=ssl.create_default_context())
+        return http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
+
+    def post(self, signer: Webhook, message_id: str, body: str) -> str | None:
+        """Post ``body``; None when the endpoint took it (2xx in time), else why not."""
         now = datetime.datetime.now(tz=datetime.UTC)
-        headers = {"content-type": "application/json", "user-agent": _USER_AGENT, "webhook-id": message_id,
+        headers = {"Content-Type": "application/json", "User-Agent": _USER_AGENT, "webhook-id": message_id,
                    "webhook-timestamp": str(math.floor(now.timestamp())),
                    "webhook-signature": signer.sign(message_id, now, body)}
+        connection = self._connection()
+        attempt = next(self._attempts)
+        with self._changed:
+            if self._closed:
+                return "the deliverer let the endpoint go"
+            self._busy[attempt] = (time.monotonic() + self.timeout, connection)
+            self._changed.notify()
+        reuse = False
         try:
-            response = self.pool.request("POST", endpoint.url, body=body.encode(), headers=headers,
-                                         preload_content=False, redirect=False)
-        except urllib3.exceptions.HTTPError as exc:
-            return f"{type(exc).__name__}: {str(exc)[:200]}"
-        try:
+            connection.request("POST", self.target, body=body.encode(), headers=headers)
+            response = connection.getresponse()
             response.read(RESPONSE_READ)
-        except urllib3.exceptions.HTTPError:
-            pass
+            reuse = response.isclosed() and not response.will_close  # read to its end, and kept alive
+            return None if 200 <= response.status < 300 else f"HTTP {response.status}"
+        except (OSError, http.client.HTTPException) as exc:
+            with self._changed:
+                cut = attempt not in self._busy
+            if cut:
+                return f"no answer within {self.timeout:g} s (ONO99_WEBHOOK_TIMEOUT)"
+            return f"{type(exc).__name__}: {str(exc)[:200]}"
         finally:
-            if response.length_remaining == 0:
-                response.release_conn()  # read to its end: the connection serves the next attempt
-            else:
-                response.close()
-        return None if 200 <= response.status < 300 else f"HTTP {response.status}"
+            with self._changed:
+                cut = self._busy.pop(attempt, None) is None
+                if reuse and not cut and not self._closed:
+                    self._idle.append(connection)
+                    connection = None  # type: ignore[assignment]
+            if connection is not None:
+                connection.close()
+
+    def _watch(self) -> None:
+        """Shut the socket of every attempt past its deadline (all of them once closed)."""
+        with self._changed:
+            while True:
+                now = time.monotonic()
+                late = [a for a, (deadline, _) in self._busy.items() if self._closed or deadline <= now]
+                for attempt in late:
+                    _, connection = self._busy.pop(attempt)
+                    if connection.sock is not None:
+                        with contextlib.suppress(OSError):
+                            connection.sock.shutdown(socket.SHUT_RDWR)
+                if self._closed:
+                    return
+                soonest = min((deadline for deadline, _ in self._busy.values()), default=now + 60)
+                self._changed.wait(max(0.01, soonest - now))
+
+    def close(self) -> None:
+        """Cut the attempts under way and close the idle connections."""
+        with self._changed:
+            self._closed = True
+            idle, self._idle = self._idle, []
+            self._changed.notify()
+        for connection in idle:
+            connection.close()
 
 
 def _id_after(entry_id: str) -> str:
@@ -145,47 +220,87 @@ _payloads = msgspec.json.Decoder(list[dict[str, Any]])
 _encode = msgspec.json.Encoder()
 
 
+@dataclass
+class Entry:
+    """An outbox entry in a lane: the payloads of the endpoint's types (index in the
+    entry, payload), how many are delivered, and the retries of the next one."""
+
+    outbox: str
+    entry_id: str
+    wanted: list[tuple[int, dict[str, Any]]]
+    done: int = 0
+    failed_since: float | None = None  # monotonic time of the next payload's first failed attempt
+    attempts: int = 0
+
+
+@dataclass
+class Lane:
+    """A session's entries, in order, and whether a thread (or a retry's timer) has it."""
+
+    entries: collections.deque[Entry] = field(default_factory=collections.deque)
+    scheduled: bool = False
+
+
 class EndpointWorker:
     """One endpoint's delivery while this deliverer holds its lease (see the module)."""
 
-    def __init__(self, client: Any, outboxes: list[str], endpoint: Endpoint, consumer: str, delivery: Delivery,
-                 sender: Sender) -> None:
+    def __init__(self, client: Any, outboxes: list[str], endpoint: Endpoint, consumer: str,
+                 delivery: Delivery) -> None:
         self.client = client
         self.outboxes = outboxes
         self.endpoint = endpoint
         self.consumer = consumer
         self.delivery = delivery
-        self.sender = sender
         self.signer = Webhook(endpoint.secret)
+        self.sender = Sender(endpoint.url, delivery.timeout)
         self.stopped = threading.Event()
-        self._lanes: dict[str, collections.deque[tuple[str, str, list[tuple[int, dict[str, Any]]]]]] = {}
+        self.renewed_at = time.monotonic()  # when its lease was last known to be held (Deliverer.round)
+        self._lanes: dict[str, Lane] = {}
+        self._queued: set[str] = set()  # the entry ids in its lanes
+        self._retries: list[tuple[float, int, str]] = []  # (when, tie-break, session): lanes waiting to retry
+        self._ties = itertools.count()
         self._changed = threading.Condition()
-        self._inflight = 0
         self._pool = ThreadPoolExecutor(max(1, delivery.concurrency), thread_name_prefix=f"ono99-{endpoint.id}")
         self._gauge = INFLIGHT.labels(endpoint.id)
-        self._reader = threading.Thread(target=self._read, name=f"ono99-read-{endpoint.id}", daemon=True)
+        self._threads = [threading.Thread(target=self._read, name=f"ono99-read-{endpoint.id}", daemon=True),
+                         threading.Thread(target=self._retry, name=f"ono99-retry-{endpoint.id}", daemon=True)]
 
     def start(self) -> EndpointWorker:
-        self._reader.start()
+        for thread in self._threads:
+            thread.start()
         return self
 
     def alive(self) -> bool:
-        return self._reader.is_alive()
+        return not self.stopped.is_set() and self._threads[0].is_alive()
 
     def stop(self) -> None:
-        """Stop delivering: what is read and not acknowledged stays pending, for the next holder."""
+        """Stop delivering: what is read and not acknowledged stays pending, for the next
+        holder; the posts under way are cut."""
         self.stopped.set()
+        self.sender.close()
         with self._changed:
             self._changed.notify_all()
         self._pool.shutdown(wait=False, cancel_futures=True)
         self._gauge.set(0)
+
+    def may_post(self) -> bool:
+        """Whether this worker still delivers: not stopped, and its lease fresh (a holder
+        that stalled past it stops: another may hold the endpoint now)."""
+        if self.stopped.is_set():
+            return False
+        if time.monotonic() - self.renewed_at > self.delivery.lease * FRESH:
+            log.warning("webhook lease not renewed in time: letting the endpoint go",
+                        extra={"endpoint": self.endpoint.id})
+            self.stop()
+            return False
+        return True
 
     # --- reading ---------------------------------------------------------------------
 
     def _read(self) -> None:
         while not self.stopped.is_set():
             try:
-                self._take_over()
+                self._take_over(0)
                 self._read_entries()
             except (redis.ConnectionError, redis.TimeoutError) as exc:
                 log.warning("webhook deliverer cannot reach Redis", extra={"endpoint": self.endpoint.id,
@@ -195,16 +310,16 @@ class EndpointWorker:
                 log.exception("webhook endpoint's reader failed", extra={"endpoint": self.endpoint.id})
                 self.stopped.wait(1.0)
 
-    def _take_over(self) -> None:
-        """Make every pending entry of the endpoint this consumer's (the lease says no
-        other deliverer delivers it now), to deliver them first, in order."""
+    def _take_over(self, idle_ms: int) -> None:
+        """Make the endpoint's pending entries idle at least ``idle_ms`` this consumer's
+        (the lease says no other deliverer delivers it now), to be read again from "0"."""
         for outbox in self.outboxes:
             start = "0-0"
             while not self.stopped.is_set():
                 try:
                     # (redis-py drops the cursor of a JUSTID answer: the entries come whole)
-                    found = self.client.xautoclaim(outbox, self.endpoint.id, self.consumer, 0, start_id=start,
-                                                   count=200)
+                    found = self.client.xautoclaim(outbox, self.endpoint.id, self.consumer, idle_ms,
+                                                   start_id=start, count=200)
                 except redis.ResponseError as exc:
                     self._no_group(outbox, exc)
                     break
@@ -213,21 +328,29 @@ class EndpointWorker:
                     break
 
     def _no_group(self, outbox: str, exc: redis.ResponseError) -> None:
-        """A read found no consumer group (Redis lost its data, or the endpoint was just
-        deleted): make it again while the endpoint is registered."""
+        """A read found no consumer group: the endpoint was deleted (the worker stops at
+        once), or Redis lost its data (the group is made again)."""
         if "NOGROUP" not in str(exc):
             raise exc
-        if self.client.hexists(REGISTRY, self.endpoint.id):
-            make_group(self.client, outbox, self.endpoint.id)
+        if not self.client.hexists(REGISTRY, self.endpoint.id):
+            log.info("webhook endpoint deleted: its delivery stops", extra={"endpoint": self.endpoint.id})
+            self.stop()
+            return
+        make_group(self.client, outbox, self.endpoint.id)
 
     def _read_entries(self) -> None:
         cursors = dict.fromkeys(self.outboxes, "0")  # "0": this consumer's pending entries first, then ">"
         single = len(self.outboxes) == 1
+        rescanned = time.monotonic()
         while not self.stopped.is_set():
+            if time.monotonic() - rescanned >= RESCAN:  # pending entries none of its lanes holds
+                rescanned = time.monotonic()
+                self._take_over(int(self.delivery.lease * 1000))
+                cursors = dict.fromkeys(self.outboxes, "0")
             with self._changed:
-                while self._inflight >= self.delivery.inflight and not self.stopped.is_set():
+                while len(self._queued) >= self.delivery.inflight and not self.stopped.is_set():
                     self._changed.wait(0.5)
-                room = self.delivery.inflight - self._inflight
+                room = self.delivery.inflight - len(self._queued)
             news = False
             for outbox in self.outboxes:
                 cursor = cursors[outbox]
@@ -252,9 +375,10 @@ class EndpointWorker:
                 self.stopped.wait(IDLE)
 
     def _dispatch(self, outbox: str, entry_id: str, fields: dict[bytes, bytes] | None) -> None:
-        """Queue an entry's payloads of the endpoint's event types on its session's lane."""
-        if self.stopped.is_set():
-            return  # left pending for the next holder
+        """Queue an entry's payloads of the endpoint's event types on its session's lane
+        (an entry a lane holds already is left there)."""
+        if self.stopped.is_set() or entry_id in self._queued:
+            return  # left pending for the next holder, or already queued
         wanted: list[tuple[int, dict[str, Any]]] = []
         session = ""
         if fields:  # a pending entry trimmed away meanwhile comes back empty
@@ -264,78 +388,100 @@ class EndpointWorker:
             self.client.xack(outbox, self.endpoint.id, entry_id)
             return
         with self._changed:
-            self._inflight += 1
-            self._gauge.set(self._inflight)
-            lane = self._lanes.get(session)
-            if lane is not None:
-                lane.append((outbox, entry_id, wanted))
+            self._queued.add(entry_id)
+            self._gauge.set(len(self._queued))
+            lane = self._lanes.setdefault(session, Lane())
+            lane.entries.append(Entry(outbox, entry_id, wanted))
+            if lane.scheduled:
                 return
-            self._lanes[session] = collections.deque([(outbox, entry_id, wanted)])
-        self._pool.submit(self._lane, session)
+            lane.scheduled = True
+        with contextlib.suppress(RuntimeError):  # the pool shut down: stopping, the entry stays pending
+            self._pool.submit(self._lane, session)
 
     # --- delivering ------------------------------------------------------------------
 
-    def _lane(self, session: str) -> None:
-        """Deliver a session's queued entries, one after another."""
-        try:
+    def _retry(self) -> None:
+        """Hand each lane whose retry is due back to the pool."""
+        with self._changed:
             while not self.stopped.is_set():
+                now = time.monotonic()
+                if self._retries and self._retries[0][0] <= now:
+                    _, _, session = heapq.heappop(self._retries)
+                    with contextlib.suppress(RuntimeError):  # the pool shut down: stopping
+                        self._pool.submit(self._lane, session)
+                    continue
+                self._changed.wait(self._retries[0][0] - now if self._retries else None)
+
+    def _lane(self, session: str) -> None:
+        """Deliver a session's queued entries one after another, until the lane is empty
+        or its next payload waits for a retry (then it holds no thread)."""
+        try:
+            while self.may_post():
                 with self._changed:
                     lane = self._lanes[session]
-                    if not lane:
+                    if not lane.entries:
                         del self._lanes[session]
                         return
-                    outbox, entry_id, wanted = lane[0]
-                for index, payload in wanted:
-                    if not self._deliver(session, index, payload):
-                        return  # stopping: the entry stays pending
-                self._acknowledge(outbox, entry_id)
+                    entry = lane.entries[0]
+                while entry.done < len(entry.wanted):
+                    wait = self._attempt(session, entry)
+                    if wait is None:
+                        continue
+                    with self._changed:
+                        heapq.heappush(self._retries, (time.monotonic() + wait, next(self._ties), session))
+                        self._changed.notify_all()
+                    return
+                self._acknowledge(entry)
                 with self._changed:
-                    lane.popleft()
-                    self._inflight -= 1
-                    self._gauge.set(self._inflight)
+                    lane.entries.popleft()
+                    self._queued.discard(entry.entry_id)
+                    self._gauge.set(len(self._queued))
                     self._changed.notify_all()
         except Exception:
             log.exception("webhook lane failed", extra={"endpoint": self.endpoint.id, "session_id": session})
             self.stop()  # the next holder (this deliverer's next round, or another) delivers it again
 
-    def _acknowledge(self, outbox: str, entry_id: str) -> None:
+    def _attempt(self, session: str, entry: Entry) -> float | None:
+        """One attempt at the entry's next payload: None when it is done with (delivered, or
+        given up and dead-lettered), else the seconds to wait before the next attempt."""
+        index, payload = entry.wanted[entry.done]
+        if not self.may_post():
+            return 1.0  # not posted: the worker is stopping
+        body = _encode.encode(payload).decode()
+        message_id = webhook_id(session, payload["data"]["version"], index)
+        started = time.perf_counter()
+        problem = self.sender.post(self.signer, message_id, body)
+        ATTEMPT.observe(time.perf_counter() - started)
+        if problem is None:
+            DELIVERIES.labels(self.endpoint.id, "delivered").inc()
+            made = datetime.datetime.fromisoformat(payload["timestamp"].replace("Z", "+00:00"))
+            DELAY.observe(max(0.0, time.time() - made.timestamp()))
+            entry.done, entry.failed_since, entry.attempts = entry.done + 1, None, 0
+            return None
+        if self.stopped.is_set():
+            return 1.0  # cut by the stop: not a failure of the endpoint's
+        DELIVERIES.labels(self.endpoint.id, "failed").inc()
+        entry.attempts += 1
+        if entry.failed_since is None:
+            entry.failed_since = time.monotonic()
+        left = self.delivery.retry_seconds - (time.monotonic() - entry.failed_since)
+        if left <= 0:
+            self._dead_letter(message_id, body, problem, entry.attempts)
+            entry.done, entry.failed_since, entry.attempts = entry.done + 1, None, 0
+            return None
+        if entry.attempts & (entry.attempts - 1) == 0:  # the 1st, 2nd, 4th, 8th ... failure
+            log.warning("webhook delivery failed; retrying", extra={
+                "endpoint": self.endpoint.id, "webhook_id": message_id, "attempt": entry.attempts, "error": problem})
+        ceiling = min(self.delivery.backoff_max, FIRST_BACKOFF * 2.0 ** (entry.attempts - 1))
+        return min(ceiling / 2 + random.uniform(0, ceiling / 2), left)  # "equal jitter": spread, never at once
+
+    def _acknowledge(self, entry: Entry) -> None:
         while not self.stopped.is_set():
             try:
-                self.client.xack(outbox, self.endpoint.id, entry_id)
+                self.client.xack(entry.outbox, self.endpoint.id, entry.entry_id)
                 return
             except (redis.ConnectionError, redis.TimeoutError):
                 self.stopped.wait(0.5)
-
-    def _deliver(self, session: str, index: int, payload: dict[str, Any]) -> bool:
-        """Deliver one payload, retrying until it is taken or its retry time is over (then
-        dead-lettered); False only when the worker stops first."""
-        body = _encode.encode(payload).decode()
-        message_id = webhook_id(session, payload["data"]["version"], index)
-        first = time.monotonic()
-        attempt = 0
-        while not self.stopped.is_set():
-            started = time.perf_counter()
-            problem = self.sender.post(self.endpoint, self.signer, message_id, body)
-            ATTEMPT.observe(time.perf_counter() - started)
-            if problem is None:
-                DELIVERIES.labels(self.endpoint.id, "delivered").inc()
-                made = datetime.datetime.fromisoformat(payload["timestamp"].replace("Z", "+00:00"))
-                DELAY.observe(max(0.0, time.time() - made.timestamp()))
-                return True
-            DELIVERIES.labels(self.endpoint.id, "failed").inc()
-            attempt += 1
-            left = self.delivery.retry_seconds - (time.monotonic() - first)
-            if left <= 0:
-                self._dead_letter(message_id, body, problem, attempt)
-                return True
-            if attempt == 1 or attempt & (attempt - 1) == 0:  # the 1st, 2nd, 4th, 8th ... failure
-                log.warning("webhook delivery failed; retrying", extra={
-                    "endpoint": self.endpoint.id, "webhook_id": message_id, "attempt": attempt, "error": problem})
-            ceiling = min(self.delivery.backoff_max, FIRST_BACKOFF * 2 ** (attempt - 1))
-            wait = ceiling / 2 + random.uniform(0, ceiling / 2)  # "equal jitter": spread, but never at once
-            if self.stopped.wait(min(wait, left)):
-                return False
-        return False
 
     def _dead_letter(self, message_id: str, body: str, problem: str, attempts: int) -> None:
         DELIVERIES.labels(self.endpoint.id, "dead").inc()
@@ -361,8 +507,8 @@ class Deliverer:
         self.delivery = delivery
         self.name = name or f"deliverer-{secrets.token_hex(6)}"
         self.webhooks = Webhooks(store, 0)
-        self.sender = Sender(delivery.timeout, delivery.concurrency)
         self.workers: dict[str, EndpointWorker] = {}
+        self._consumers = itertools.count(1)  # each worker reads as a consumer of its own
         self._renew = self.client.register_script(_RENEW)
         self._release = self.client.register_script(_RELEASE)
         self._trimmed_at = 0.0
@@ -408,19 +554,24 @@ class Deliverer:
         endpoints = {e.id: e for e in self.webhooks.all()}
         share = math.ceil(len(endpoints) / live)
         for endpoint_id, worker in list(self.workers.items()):
+            asked = time.monotonic()  # the lease lasts at least lease_ms from here when renewed
             keep = (endpoint_id in endpoints and worker.alive() and worker.endpoint == endpoints[endpoint_id]
                     and len(self.workers) <= share
                     and self._renew(keys=[lease_key(endpoint_id)], args=[self.name, lease_ms]))
-            if not keep:
+            if keep:
+                worker.renewed_at = asked
+            else:
                 self._let_go(endpoint_id)
         for endpoint_id in random.sample(list(endpoints), len(endpoints)):  # deliverers start where they will
             if len(self.workers) >= share:
                 break
+            asked = time.monotonic()
             if endpoint_id not in self.workers and self.client.set(lease_key(endpoint_id), self.name, nx=True,
                                                                    px=lease_ms):
-                self.workers[endpoint_id] = EndpointWorker(self.client, self.store.outboxes(),
-                                                           endpoints[endpoint_id], self.name, self.delivery,
-                                                           self.sender).start()
+                worker = EndpointWorker(self.client, self.store.outboxes(), endpoints[endpoint_id],
+                                        f"{self.name}-{next(self._consumers)}", self.delivery)
+                worker.renewed_at = asked
+                self.workers[endpoint_id] = worker.start()
                 log.info("delivering a webhook endpoint", extra={"endpoint": endpoint_id, "deliverer": self.name})
         HELD.set(len(self.workers))
         if time.monotonic() - self._trimmed_at >= TRIM_EVERY:
@@ -450,11 +601,20 @@ class Deliverer:
                 delivered = _text(group["last-delivered-id"])
                 oldest = _id_after(delivered)
                 if int(group["pending"]):
-                    oldest = _text(self.client.xpending(outbox, name)["min"])
+                    pending = self.client.xpending(outbox, name)["min"]  # None: acknowledged meanwhile
+                    oldest = _text(pending) if pending is not None else oldest
                 floor = min(floor, oldest, key=_id_key)
+                self._forget_consumers(outbox, name)
                 if _id_key(deleted) > _id_key(delivered) and self._overrun_seen.get((outbox, name)) != deleted:
                     self._overrun_seen[(outbox, name)] = deleted
                     OVERRUNS.labels(name).inc()
                     log.error("the webhook outbox dropped entries an endpoint had not read (ONO99_WEBHOOK_OUTBOX_MAX)",
                               extra={"endpoint": name, "outbox": outbox})
             self.client.xtrim(outbox, minid=floor, approximate=True)
+
+    def _forget_consumers(self, outbox: str, group: str) -> None:
+        """Drop a group's consumers that hold nothing and have been idle twice a lease:
+        the readers of workers gone (each worker reads as a consumer of its own)."""
+        for consumer in self.client.xinfo_consumers(outbox, group):
+            if int(consumer["pending"]) == 0 and int(consumer["idle"]) > 2 * self.delivery.lease * 1000:
+                self.client.xgroup_delconsumer(outbox, group, _text(consumer["name"]))

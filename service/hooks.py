@@ -10,6 +10,7 @@ card: a webhook shows nothing a spectator could not see.
 from __future__ import annotations
 
 import datetime
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
@@ -48,11 +49,12 @@ def created(version: int, at_ms: int, state: GameState | None, players: list[str
 
 
 def of_versions(first: int, versions: list[list[Event]], before: GameState | None, after: GameState | None,
-                at_ms: int, deadline: int | None, forced: bool = False) -> list[Hook]:
+                at_ms: int, deadline: int | None, bots: Mapping[str, BotSettings], forced: bool = False) -> list[Hook]:
     """The webhook events of the versions from ``first`` on (each one's events), which
-    took the game from ``before`` to ``after`` (None: not dealt yet): a timed-out turn
-    and a seat changed where a version's events say so, then for the last version a
-    turn started (``deadline``: its end, None when untimed or kept) and the game over."""
+    took the game from ``before`` to ``after`` (None: not dealt yet), with ``bots`` the
+    seats bots play after them: a timed-out turn and a seat changed where a version's
+    events say so, then for the last version a turn started (``deadline``: its end, None
+    when untimed or kept) and the game over."""
     made: list[Hook] = []
     for version, events in enumerate(versions, start=first):
         for event in events:
@@ -64,9 +66,10 @@ def of_versions(first: int, versions: list[list[Event]], before: GameState | Non
                 made.append(Hook("seat.changed", version, at_ms, {
                     "player": event["player"], "bot": event.get("bot"),
                     "reason": event.get("reason") or ("handed_to_bot" if event.get("bot") else "taken_back")}))
-            elif kind == "seat_token_reissued":
-                made.append(Hook("seat.changed", version, at_ms,
-                                 {"player": event["player"], "bot": None, "reason": "token_reissued"}))
+            elif kind == "seat_token_reissued":  # who plays the seat is as it was
+                bot = bots.get(event["player"])
+                made.append(Hook("seat.changed", version, at_ms, {
+                    "player": event["player"], "bot": bot.kind if bot else None, "reason": "token_reissued"}))
     if after is None:
         return made
     last = first + len(versions) - 1

@@ -132,8 +132,9 @@ class Turns:
                 steps[-1].events.append({"type": records.SECRET_REVEALED, "secret": session.fair.secret})
         version = session.version if expected is None else expected
         made, hashes = entries((chain or session.chain) or NO_CHAIN, version, steps, now)
+        bots = session.bots if fields.get("bots") is None else fields["bots"]
         fields["hooks"] = hooks.of_versions(version + 1, [step.events for step in steps], before, after, now,
-                                            fields.get("deadline"), forced=fields.get("forced_at") is not None)
+                                            fields.get("deadline"), bots, forced=fields.get("forced_at") is not None)
         return Change(b"" if after is None else engine.dumps_state(after),
                       [_json.encode(step.events) for step in steps], made, hashes, **fields)
 

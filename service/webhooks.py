@@ -66,11 +66,12 @@ def parse_url(url: object) -> str:
     if not isinstance(url, str) or not 1 <= len(url) <= MAX_URL or not url.isprintable() or " " in url:
         raise ServiceError("invalid_request", f"url must be an http or https URL of at most {MAX_URL} characters",
                            field="url")
-    parts = urllib.parse.urlsplit(url)
     try:
+        parts = urllib.parse.urlsplit(url)
         port_ok = parts.port is None or parts.port > 0
-    except ValueError:
-        port_ok = False
+    except ValueError:  # a bracketed host that is no IPv6 address, a port out of range
+        raise ServiceError("invalid_request", "url must be an absolute http or https URL with a host",
+                           field="url") from None
     if parts.scheme not in ("http", "https") or not parts.hostname or not port_ok:
         raise ServiceError("invalid_request", "url must be an absolute http or https URL with a host", field="url")
     if parts.username is not None or parts.password is not None or parts.fragment:

@@ -43,6 +43,15 @@ class ProblemApi(Api):  # type: ignore[misc]
             self.DEFAULT_RESPONSE_CONTENT_TYPE = default
 
 
+class ServiceFlask(Flask):
+    """The service's Flask app. Its views and hooks are all plain functions, so the check
+    Flask makes before every call of one, whether it is a coroutine to run in an event
+    loop, is left out."""
+
+    def ensure_sync(self, func: Any) -> Any:
+        return func
+
+
 def create_app(settings: Settings | None = None, application: Application | None = None, *,
                warn_unsigned: bool = True) -> Flask:
     """The Flask app for ``settings`` (from the environment when None) over
@@ -54,7 +63,7 @@ def create_app(settings: Settings | None = None, application: Application | None
         warn_unsigned_states()
     if settings.sse_heartbeat <= 0:
         raise ValueError("ONO99_SSE_HEARTBEAT must be a number of seconds above 0")
-    app = Flask("ono99", static_folder=None)  # no /static route: nothing on disk is served but /docs' assets
+    app = ServiceFlask("ono99", static_folder=None)  # no /static route: nothing on disk is served but /docs' assets
     app.config.update(
         API_TITLE="ONO 99 rules service", API_VERSION=importlib.metadata.version("ono99"), OPENAPI_VERSION="3.1.0",
         OPENAPI_URL_PREFIX="/", OPENAPI_JSON_PATH="openapi.json",
@@ -137,9 +146,9 @@ def _observation(app: Flask) -> None:
     def _begin() -> None:
         g.started = time.perf_counter()
         g.request_id = logs.request_id(request.headers.get("X-Request-ID"))
-        logs.CONTEXT.set({"request_id": g.request_id})
         session_id = (request.view_args or {}).get("session_id")
-        logs.bind(session_id=session_id if session_id and is_session_id(session_id) else None)
+        logs.CONTEXT.set({"request_id": g.request_id, **(
+            {"session_id": session_id} if session_id and is_session_id(session_id) else {})})
 
     @app.after_request
     def _finish(response: Response) -> Response:
