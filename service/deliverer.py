@@ -381,9 +381,13 @@ class EndpointWorker:
             return  # left pending for the next holder, or already queued
         wanted: list[tuple[int, dict[str, Any]]] = []
         session = ""
-        if fields:  # a pending entry trimmed away meanwhile comes back empty
+        if fields:
             session = _text(fields[b"s"])
             wanted = [(i, p) for i, p in enumerate(_payloads.decode(fields[b"h"])) if p["type"] in self.endpoint.events]
+        else:  # read, then trimmed away by the outbox's cap before it was delivered
+            OVERRUNS.labels(self.endpoint.id).inc()
+            log.error("the webhook outbox dropped an entry read and not delivered (ONO99_WEBHOOK_OUTBOX_MAX)",
+                      extra={"endpoint": self.endpoint.id, "entry": entry_id})
         if not wanted:
             self.client.xack(outbox, self.endpoint.id, entry_id)
             return
@@ -605,7 +609,8 @@ class Deliverer:
                     oldest = _text(pending) if pending is not None else oldest
                 floor = min(floor, oldest, key=_id_key)
                 self._forget_consumers(outbox, name)
-                if _id_key(deleted) > _id_key(delivered) and self._overrun_seen.get((outbox, name)) != deleted:
+                if (name in self.workers and _id_key(deleted) > _id_key(delivered)  # counted by its holder only
+                        and self._overrun_seen.get((outbox, name)) != deleted):
                     self._overrun_seen[(outbox, name)] = deleted
                     OVERRUNS.labels(name).inc()
                     log.error("the webhook outbox dropped entries an endpoint had not read (ONO99_WEBHOOK_OUTBOX_MAX)",

@@ -13,6 +13,9 @@ Keys:
 from __future__ import annotations
 
 import base64
+import contextlib
+import ipaddress
+import re
 import secrets
 import urllib.parse
 from typing import Any
@@ -72,11 +75,40 @@ def parse_url(url: object) -> str:
     except ValueError:  # a bracketed host that is no IPv6 address, a port out of range
         raise ServiceError("invalid_request", "url must be an absolute http or https URL with a host",
                            field="url") from None
-    if parts.scheme not in ("http", "https") or not parts.hostname or not port_ok:
-        raise ServiceError("invalid_request", "url must be an absolute http or https URL with a host", field="url")
+    bracketed = "[" in parts.netloc  # an IP literal: an IPv6 address
+    if (parts.scheme not in ("http", "https") or not port_ok
+            or not (_is_ipv6(parts.hostname) if bracketed else _host_ok(parts.hostname))):
+        raise ServiceError("invalid_request", "url must be an absolute http or https URL with a host name or "
+                           "IP address", field="url")
     if parts.username is not None or parts.password is not None or parts.fragment:
         raise ServiceError("invalid_request", "url must hold no user name, password or #fragment", field="url")
     return url
+
+
+_LABEL = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)")
+
+
+def _is_ipv6(host: str | None) -> bool:
+    try:
+        ipaddress.IPv6Address(host or "")
+    except ValueError:
+        return False
+    return True
+
+
+def _host_ok(host: str | None) -> bool:
+    """Whether ``host`` is an IP address or a DNS name (letters, digits and hyphens in
+    dot-separated labels; non-ASCII names as IDNA encodes them)."""
+    if not host:
+        return False
+    with contextlib.suppress(ValueError):
+        ipaddress.ip_address(host)
+        return True
+    try:
+        ascii_host = host.encode("idna").decode()
+    except UnicodeError:
+        return False
+    return len(ascii_host) <= 253 and all(_LABEL.fullmatch(label) for label in ascii_host.rstrip(".").split("."))
 
 
 def parse_events(events: object) -> list[str]:
@@ -107,8 +139,14 @@ class Webhooks:
         def work() -> bool:
             if not self._register(keys=[REGISTRY], args=[endpoint.id, _encode.encode(endpoint), self.most]):
                 return False
-            for outbox in self.store.outboxes():
-                make_group(self.store.client, outbox, endpoint.id)
+            try:
+                for outbox in self.store.outboxes():
+                    make_group(self.store.client, outbox, endpoint.id)
+            except BaseException:
+                # Not registered after all: no endpoint whose secret nobody was shown.
+                with contextlib.suppress(redis.RedisError):
+                    self._forget(endpoint.id)
+                raise
             return True
 
         if not self.store._call("webhooks", work):
@@ -130,16 +168,16 @@ class Webhooks:
 
     def delete(self, endpoint_id: str) -> None:
         """Forget an endpoint: nothing more is delivered to it (a delivery under way may end)."""
-        def work() -> int:
-            gone = int(self.store.client.hdel(REGISTRY, endpoint_id[:64]))
-            if gone:
-                for outbox in self.store.outboxes():
-                    self.store.client.xgroup_destroy(outbox, endpoint_id)
-                self.store.client.delete(lease_key(endpoint_id))
-            return gone
-
-        if not self.store._call("webhooks", work):
+        if not self.store._call("webhooks", lambda: self._forget(endpoint_id[:64])):
             raise ServiceError("not_found", f"no webhook endpoint {endpoint_id[:64]!r}")
+
+    def _forget(self, endpoint_id: str) -> int:
+        """Remove an endpoint and its consumer groups; 1 if it was registered."""
+        gone = int(self.store.client.hdel(REGISTRY, endpoint_id))
+        for outbox in self.store.outboxes():
+            self.store.client.xgroup_destroy(outbox, endpoint_id)
+        self.store.client.delete(lease_key(endpoint_id))
+        return gone
 
     def backlog(self, endpoint_id: str) -> int | None:
         """The endpoint's events not delivered yet (read and pending, or not read); None

@@ -339,6 +339,8 @@ def test_only_the_service_key_manages_endpoints_within_their_limit(own_redis):
         assert seat.status_code == 401 and seat.json()["code"] == "unauthorized"  # a seat token is no operator
         for bad in ({"url": "ftp://example.com/x"}, {"url": "http:///nohost"}, {"url": "http://u:p@host/x"},
                     {"url": "http://host/x#frag"}, {"url": "http://host/" + "a" * 2048}, {"url": 7},
+                    {"url": "http://[::1/hooks"}, {"url": "http://[v1.x]/"}, {"url": "http://a..b/"},
+                    {"url": "http://%/x"}, {"url": "http://-a.example/"}, {"url": "http://host:99999/"},
                     {"url": "http://host/x", "events": []}, {"url": "http://host/x", "events": ["game.over"] * 2},
                     {"url": "http://host/x", "events": ["card.drawn"]}, {"url": "http://host/x", "extra": 1}):
             answer = requests.post(url, json=bad, headers=OPERATOR, timeout=5)
@@ -381,3 +383,17 @@ def test_a_deleted_endpoint_is_sent_nothing_more(stack):
     create(server, seed=2)
     time.sleep(3)
     assert len(receiver.taken()) == 1
+
+
+def test_a_registration_that_cannot_make_its_groups_leaves_no_endpoint(own_redis):
+    """The outbox cannot take a consumer group (here it is a key of another type): the
+    registration fails as a whole, and no endpoint whose secret nobody saw is kept."""
+    server = start_http(own_redis)
+    try:
+        redis.Redis.from_url(own_redis).set("ono99:outbox", "not a stream")
+        answer = requests.post(f"{server.url}/v1/webhooks", json={"url": "http://127.0.0.1:9/hooks"},
+                               headers=OPERATOR, timeout=5)
+        assert answer.status_code == 503, answer.text
+        assert requests.get(f"{server.url}/v1/webhooks", headers=OPERATOR, timeout=5).json()["webhooks"] == []
+    finally:
+        server.stop()
