@@ -4,8 +4,9 @@
 - ``POST /floor/<session id>`` does a session action's Redis work and nothing else (the
   floor of a session action): it parses the JSON body, reads the session's fields in one
   round trip as the service does (``service.store``'s field list), runs the service's
-  own compare-and-set script once with a state, events and record entry of the same
-  size, and answers a body the size of an action's answer. ``REDIS_URL`` names the Redis; the session must exist
+  own compare-and-set script once with a state, events, record entry and webhook events
+  (one ``turn.started``, into the outbox stream) of the same size, and answers a body the
+  size of an action's answer. ``REDIS_URL`` names the Redis; the session must exist
   (bench_http.py writes one per connection with :func:`seed_floor`).
 """
 
@@ -19,7 +20,8 @@ import redis
 from flask import Flask, Response, jsonify, request
 
 from engine import apply, dumps_state, legal_actions, new_game, view
-from service.store import _COMMIT, _FIELDS, keys, live_channel
+from service.hooks import Hook, outbox_entry
+from service.store import _COMMIT, _FIELDS, OUTBOX, keys, live_channel
 
 app = Flask("bare")
 
@@ -62,8 +64,9 @@ def floor(session_id: str) -> Response:
     request.get_json()
     version = _client.hmget(keys(session_id)[0], *_FIELDS)[0]
     named = {"expected": version, "state": STATE, "chain": "0" * 64, "channel": live_channel(session_id),
-             "ttl_ms": 3_600_000}
-    status, _ = _commit(keys=list(keys(session_id)),
+             "ttl_ms": 3_600_000, "session": session_id, "outbox_max": 100_000, "hooks": outbox_entry(session_id, [
+                 Hook("turn.started", int(version) + 1, 1_790_000_000_000, {"player": "bob", "deadline_ms": None})])}
+    status, _ = _commit(keys=[*keys(session_id), OUTBOX],
                         args=[len(named), *(x for kv in named.items() for x in kv), EVENTS, ENTRY])
     return Response(ANSWER if status == 1 else b'{"conflict": true}', status=200 if status == 1 else 409,
                     content_type="application/json")

@@ -1,6 +1,7 @@
 """HTTP speed: POST /v1/games/apply and a session action against bare Flask endpoints.
 
     python benchmarks/bench_http.py [--seconds 3] [--rounds 3] [--clients 8] [--workers 2] [--client wrk|python]
+                                    [--baseline CHECKOUT]
 
 Both apps run under gunicorn with the same settings (the service's gevent workers, keep-alive), on
 loopback; the four targets are measured in interleaved rounds in the same run (the
@@ -247,6 +248,9 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--client", choices=["wrk", "python"], default="wrk",
                         help="what loads the servers (wrk falls back to the Python client when not installed)")
+    parser.add_argument("--baseline", type=Path, metavar="CHECKOUT",
+                        help="also serve another checkout of the service (a worktree of an earlier commit) and "
+                             "measure its apply and session action in the same rounds (wrk only)")
     args = parser.parse_args()
     from service.embedded_redis import start_embedded
 
@@ -256,10 +260,14 @@ def main() -> None:
               flush=True)
     client = "wrk" if wrk else "python"
     print(f"load: {client}, {args.clients} connections", flush=True)
+    if args.baseline and not wrk:
+        raise SystemExit("--baseline needs wrk")
 
     redis_server = start_embedded()
     body = mid_game_body()
     rounds: dict[str, list[dict[str, float]]] = {"bare": [], "apply": [], "session_action": [], "floor": []}
+    if args.baseline:
+        rounds.update(apply_baseline=[], session_action_baseline=[])
     # Seats act as fast as the clients can: the per-seat and creation rate limits are off.
     env = {"REDIS_URL": redis_server.connection_url, "ONO99_SERVICE_KEY": SERVICE_KEY,
            "ONO99_LOG_LEVEL": "warning", "ONO99_ACTIONS_PER_SECOND": "0", "ONO99_CREATES_PER_MINUTE": "0"}
@@ -273,23 +281,31 @@ def main() -> None:
         # The service as `ono99 http` runs it: metrics shared by the workers through a directory.
         servers.append(gunicorn("service.wsgi:app", service_port, args.workers,
                                 {**env, "PROMETHEUS_MULTIPROC_DIR": tempfile.mkdtemp(prefix="ono99-bench-")}))
+        targets = [("apply", "session_action", service_port)]
+        if args.baseline:
+            baseline_port = free_port()
+            servers.append(gunicorn("service.wsgi:app", baseline_port, args.workers,
+                                    {**env, "PROMETHEUS_MULTIPROC_DIR": tempfile.mkdtemp(prefix="ono99-bench-")},
+                                    root=args.baseline.resolve()))
+            targets.append(("apply_baseline", "session_action_baseline", baseline_port))
         for r in range(args.rounds):
             if wrk:
                 rounds["bare"].append(wrk_load(wrk, bare_port, args.seconds, args.clients,
                                                ["post", "/echo", str(work / "body.json")]))
-                rounds["apply"].append(wrk_load(wrk, service_port, args.seconds, args.clients,
-                                                ["post", "/v1/games/apply", str(work / "body.json")]))
-                # Per connection, twice the moves a round at the best rate seen so far would use.
-                fastest = max(r["requests_per_s"] for rs in rounds.values() for r in rs)
-                moves = int(2 * fastest * max(1, round(args.seconds)) / args.clients) + 100
-                moves_dir = work / f"moves-{r}"
-                moves_dir.mkdir()
-                with ThreadPoolExecutor(args.clients) as pool:
-                    list(pool.map(prepare_moves, [service_port] * args.clients,
-                                  [moves_dir / f"{n}.txt" for n in range(1, args.clients + 1)],
-                                  [moves] * args.clients))
-                rounds["session_action"].append(wrk_load(wrk, service_port, args.seconds, args.clients,
-                                                         ["actions", str(moves_dir)]))
+                for apply_name, action_name, port in targets:
+                    rounds[apply_name].append(wrk_load(wrk, port, args.seconds, args.clients,
+                                                       ["post", "/v1/games/apply", str(work / "body.json")]))
+                    # Per connection, twice the moves a round at the best rate seen so far would use.
+                    fastest = max(r["requests_per_s"] for rs in rounds.values() for r in rs)
+                    moves = int(2 * fastest * max(1, round(args.seconds)) / args.clients) + 100
+                    moves_dir = work / f"moves-{action_name}-{r}"
+                    moves_dir.mkdir()
+                    with ThreadPoolExecutor(args.clients) as pool:
+                        list(pool.map(prepare_moves, [port] * args.clients,
+                                      [moves_dir / f"{n}.txt" for n in range(1, args.clients + 1)],
+                                      [moves] * args.clients))
+                    rounds[action_name].append(wrk_load(wrk, port, args.seconds, args.clients,
+                                                        ["actions", str(moves_dir)]))
                 floor_dir = work / f"floor-{r}"
                 floor_dir.mkdir()
                 prepare_floor(redis_server.connection_url, floor_dir, args.clients, moves)
@@ -326,6 +342,13 @@ def main() -> None:
         results["session_action"]["requests_per_s"] / results["floor"]["requests_per_s"], 3)
     print(f"ratio apply/bare {figures['ratio_apply']}, session action/bare {figures['ratio_session_action']}, "
           f"session action/Redis floor {figures['ratio_session_action_vs_redis_floor']}")
+    if args.baseline:
+        figures["ratio_apply_baseline"] = round(
+            results["apply_baseline"]["requests_per_s"] / results["bare"]["requests_per_s"], 3)
+        figures["ratio_session_action_vs_redis_floor_baseline"] = round(
+            results["session_action_baseline"]["requests_per_s"] / results["floor"]["requests_per_s"], 3)
+        print(f"baseline {args.baseline}: apply/bare {figures['ratio_apply_baseline']}, session action/Redis floor "
+              f"{figures['ratio_session_action_vs_redis_floor_baseline']}")
     print(json.dumps(figures))
 
 
