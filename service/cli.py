@@ -379,6 +379,10 @@ def _public_key(text: str) -> str:
     return text.lower()
 
 
+def _not_json(constant: str) -> None:
+    raise ValueError(f"{constant} is not JSON")  # Python's json reads NaN and Infinity; a record holds neither
+
+
 def verify(args: argparse.Namespace) -> int:
     """Check a game record (docs/RECORDS.md): one line per check; exit 0 only when every
     check holds, else 1 (2 when the file is not a JSON record)."""
@@ -388,7 +392,7 @@ def verify(args: argparse.Namespace) -> int:
 
     try:
         with open(args.record, encoding="utf-8") as file:
-            record = json.load(file)
+            record = json.load(file, parse_constant=_not_json)
     except (OSError, ValueError, RecursionError) as exc:
         print(f"ono99 verify: {args.record}: {type(exc).__name__}: {str(exc)[:200]}", file=sys.stderr)
         return 2

@@ -5,12 +5,17 @@ card it may not see and still verifies its chain; receipts kept from answers ver
 from __future__ import annotations
 
 import copy
+import json
 import random
+import subprocess
+import sys
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from engine import apply, encode_state, format_action, legal_actions, new_game
+from engine import apply, encode_state, format_action, legal_actions, new_game, records
 from engine.leaving import forfeit
 from engine.records import (
     add_version,
@@ -24,6 +29,7 @@ from engine.records import (
     version_hash,
     version_meta,
 )
+from tests.conftest import ROOT
 
 PLAYERS = ["ann", "bob", "cy"]
 KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
@@ -279,3 +285,26 @@ def test_a_forger_who_signs_with_its_own_key_is_still_caught(game, tamper, check
     tamper(record)
     _resign(record)
     assert failed(verify(record))[0] == check, verify(record)
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(min_value=-(2**63), max_value=2**63 - 1) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=20)
+
+
+@given(JSON)
+@settings(max_examples=500, deadline=None)
+def test_canonical_bytes_are_json_dumps_sorted_and_compact(value):
+    """A record's hashes are over these bytes: they must stay what the documented
+    json.dumps form writes (docs/RECORDS.md), whatever text a value holds."""
+    expected = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    assert records.canonical(value) == expected
+
+
+def test_a_record_file_holding_nan_is_not_a_record(tmp_path):
+    path = tmp_path / "nan.json"
+    path.write_text('{"format": "ono99-record", "final_hash": NaN}')
+    done = subprocess.run([sys.executable, "-m", "service.cli", "verify", str(path)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "NaN is not JSON" in done.stderr
