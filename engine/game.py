@@ -128,7 +128,7 @@ def _moves(s: GameState | Table, seat: int) -> Iterator[Action]:
         yield Action(pid, SWAP)
     if not plays and not swap and _can_bust(s.rules):
         for card in dict.fromkeys(hand):
-            if why_not(s, card) is OVER_LIMIT:
+            if why_not(s, card) == OVER_LIMIT:
                 yield Action(pid, PLAY, card)
 
 
@@ -185,12 +185,12 @@ def apply(state: GameState, action: Action | Mapping[str, Any]) -> tuple[GameSta
     problem = why_not(state, card)
     # A card judged playable is always among the moves; only a refused one needs the
     # rest of them (it may be a bust, R-PTS-1).
-    if problem is not None and Action(pid, PLAY, card) not in _moves(state, seat):
-        if problem is OVER_LIMIT and _can_bust(state.rules):
+    if problem is not None and Action(pid, PLAY, card) not in list(_moves(state, seat)):
+        if problem == OVER_LIMIT and _can_bust(state.rules):
             raise IllegalActionError("R-PTS-1", "total_would_reach_limit",
                                      "going over the limit is allowed only without a legal play")
         raise _illegal(problem)
-    bust = problem is OVER_LIMIT  # R-PTS-1
+    bust = problem == OVER_LIMIT  # R-PTS-1
     t = Table(state)
     _play(t, seat, card, bust)
     return t.freeze(), t.events

@@ -350,3 +350,19 @@ def test_metrics_add_up_across_two_gunicorn_workers(tmp_path, throwaway_redis):
     assert value("ono99_requests_total", transport="http", route="/v1/games/apply", status="422") == n_illegal
     assert value("ono99_actions_total", mode="stateless", outcome="rejected", reason="not_your_turn") == n_illegal
     assert value("ono99_request_duration_seconds_count", transport="http", route="/v1/games") == n_games
+
+
+def test_the_wheel_the_image_installs_holds_every_module_and_asset(tmp_path):
+    """deploy/Dockerfile installs the project as a wheel (``pip install .``), not from the
+    checkout: every module of engine/ and service/ and the /docs page's assets must be in it."""
+    built = run(str(BIN / "python"), "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--quiet",
+                "--wheel-dir", str(tmp_path), ".")
+    assert built.returncode == 0, built.stdout + built.stderr
+    (wheel,) = tmp_path.glob("ono99-*.whl")
+    import zipfile
+
+    names = set(zipfile.ZipFile(wheel).namelist())
+    wanted = {p.relative_to(ROOT).as_posix() for p in [*ROOT.glob("engine/**/*.py"), *ROOT.glob("service/**/*.py"),
+                                                        *ROOT.glob("service/http_api/docs-assets/*")]
+              if "__pycache__" not in p.parts}
+    assert wanted - names == set()
