@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Set-up and entry points for a fresh machine with nothing but Python 3.11+.
 
-    python3 dev.py serve   # install into .venv, run the service on its embedded defaults
-    python3 dev.py test    # install into .venv with the test tools, run lint, types and tests
+    python3 dev.py serve   # install into .venv, build the engine, run the service on its embedded defaults
+    python3 dev.py test    # install into .venv with the test tools, build the engine, run lint, types and
+                           # tests (the engine's tests once more on the interpreted engine)
+    python3 dev.py build-engine   # compile the engine's modules with mypyc (needs a C compiler)
     python3 dev.py lock    # resolve the locks again from pyproject.toml (uv); options go to uv,
                            # e.g. --upgrade-package grpcio, or --upgrade for every package
 
@@ -15,9 +17,15 @@ the lock it was installed from changes.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import shlex
+import shutil
 import subprocess
 import sys
+import sysconfig
+import tempfile
+import tomllib
 import venv
 from pathlib import Path
 
@@ -58,6 +66,73 @@ def _ensure_venv(extras: str) -> None:
     path.write_text(want)
 
 
+# The compiled engine's record: the digest of each compiled module's source, so a build
+# older than its source is found (tests/test_build.py) and built again.
+COMPILED = ROOT / "engine" / "compiled.json"
+# The engine's own tests, run once more on the interpreted engine when it is compiled.
+ENGINE_TESTS = ["tests/test_codec.py", "tests/test_special_cards.py", "tests/test_rule_ids.py",
+                "tests/test_random_play.py", "tests/test_scoring.py", "tests/test_bots.py", "tests/test_golden.py",
+                "tests/test_rules_divergences.py", "tests/test_state_fields.py", "tests/test_leaving.py",
+                "tests/test_fairness.py", "tests/test_records.py", "tests/test_build.py"]
+_MYPYC_SETUP = ("import sys; from setuptools import setup; from mypyc.build import mypycify; "
+                "setup(name='ono99-engine', ext_modules=mypycify(sys.argv[1:], group_name='engine.native', "
+                "opt_level='3'), script_args=['build_ext', '--inplace', '--quiet'])")
+
+
+def compiled_modules() -> list[str]:
+    """The engine modules mypyc compiles (pyproject.toml, [tool.ono99] compiled)."""
+    return list(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["ono99"]["compiled"])
+
+
+def sources_digest() -> dict[str, str]:
+    """SHA-256 of each compiled module's source."""
+    return {m: hashlib.sha256((ROOT / m).read_bytes()).hexdigest() for m in compiled_modules()}
+
+
+def _compiled_files(root: Path) -> list[Path]:
+    return sorted((root / "engine").rglob("*.so")) + sorted((root / "engine").rglob("*.pyd"))
+
+
+def _c_compiler() -> str | None:
+    words = shlex.split(sysconfig.get_config_var("CC") or "cc")
+    return shutil.which(words[0]) if words else None
+
+
+def build_engine(args: list[str] | None = None) -> int:
+    """Compile the engine's modules with mypyc into engine/ (C extensions beside their
+    source, which Python imports first), unless the build there is of the same source.
+    Without a C compiler, or with ONO99_ENGINE_BUILD=interpreted, the engine stays
+    interpreted (any compiled files are removed). Exit status 0 either way."""
+    _ensure_venv("test")
+    wanted = os.environ.get("ONO99_ENGINE_BUILD", "compiled")
+    if wanted == "interpreted" or _c_compiler() is None:
+        for path in _compiled_files(ROOT):
+            path.unlink()
+        COMPILED.unlink(missing_ok=True)
+        reason = "ONO99_ENGINE_BUILD=interpreted" if wanted == "interpreted" else "no C compiler found"
+        print(f"dev.py: the engine runs interpreted ({reason})", flush=True)
+        return 0
+    digest = sources_digest()
+    if COMPILED.exists() and json.loads(COMPILED.read_text()) == digest and _compiled_files(ROOT):
+        return 0
+    print("dev.py: compiling the engine with mypyc", flush=True)
+    with tempfile.TemporaryDirectory(prefix="ono99-mypyc-") as work:
+        shutil.copytree(ROOT / "engine", Path(work) / "engine",
+                        ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.pyd", "compiled.json"))
+        done = subprocess.run([str(PY), "-c", _MYPYC_SETUP, *compiled_modules()], cwd=work,
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            print(done.stdout[-3000:] + done.stderr[-3000:], file=sys.stderr)
+            print("dev.py: mypyc failed; the engine runs interpreted", file=sys.stderr)
+            return 1
+        for path in _compiled_files(ROOT):
+            path.unlink()
+        for path in _compiled_files(Path(work)):
+            shutil.copy2(path, ROOT / path.relative_to(work))
+    COMPILED.write_text(json.dumps(digest, indent=1) + "\n")
+    return 0
+
+
 def _run(*cmd: str) -> int:
     print("dev.py: $", " ".join(cmd), flush=True)
     return subprocess.run(cmd, cwd=ROOT).returncode
@@ -70,13 +145,30 @@ def test(args: list[str]) -> int:
                 [str(BIN / "mypy")]):
         if _run(*cmd) != 0:
             return 1
+    if build_engine() != 0:
+        return 1
     workers = os.environ.get("TEST_WORKERS", "2")
-    return _run(str(PY), "-m", "pytest", "-n", workers, *args)
+    code = _run(str(PY), "-m", "pytest", "-n", workers, *args)
+    if code != 0 or args or not COMPILED.exists():
+        return code
+    # The same engine tests on the interpreted engine: a copy of the checkout without the
+    # compiled files (its root comes first on the tests' import path).
+    print("dev.py: the engine's tests again, on the interpreted engine", flush=True)
+    with tempfile.TemporaryDirectory(prefix="ono99-interpreted-") as work:
+        for name in ("engine", "service", "tests", "proto", "pyproject.toml"):
+            source = ROOT / name
+            if source.is_dir():
+                shutil.copytree(source, Path(work) / name,
+                                ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.pyd", "compiled.json"))
+            else:
+                shutil.copy2(source, Path(work) / name)
+        return subprocess.run([str(PY), "-m", "pytest", "-n", workers, "-p", "no:cacheprovider", *ENGINE_TESTS],
+                              cwd=work).returncode
 
 
 def serve(args: list[str]) -> int:
-    """Run the service on its embedded defaults."""
-    _ensure_venv("")
+    """Run the service on its embedded defaults, on the compiled engine where a C compiler is."""
+    build_engine()
     os.execv(str(BIN / "ono99"), [str(BIN / "ono99"), "serve", *args])
 
 
@@ -96,7 +188,7 @@ def lock(args: list[str]) -> int:
 
 
 def main() -> int:
-    commands = {"test": test, "serve": serve, "lock": lock}
+    commands = {"test": test, "serve": serve, "lock": lock, "build-engine": build_engine}
     if len(sys.argv) < 2 or sys.argv[1] not in commands:
         print(__doc__)
         return 2

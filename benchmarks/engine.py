@@ -2,6 +2,9 @@
 
     python benchmarks/engine.py [--seconds 1.0] [--rounds 5]
 
+It measures the engine build this checkout has (engine.BUILD: mypyc's compiled modules,
+or the source interpreted); run it once with each to compare.
+
 A step is what a random bot does: legal actions, choose one, apply. Each measurement
 runs in rounds that alternate between the engines (the machine is noisy); the best
 round counts. OpenSpiel deals and draws through chance nodes, which our ``apply``
@@ -21,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine import apply, decode_state, dumps_state, encode_state, legal_actions, loads_state, new_game
+from engine import BUILD, apply, decode_state, dumps_state, encode_state, legal_actions, loads_state, new_game
 
 PLAYERS = ["p0", "p1", "p2", "p3"]
 
@@ -107,6 +110,8 @@ def main() -> None:
     except ImportError:
         sys.exit("pyspiel is missing: pip install -e '.[bench]'")
     spiel_game = pyspiel.load_game("crazy_eights", {"players": 4})
+    print(f"engine build: {BUILD} (python3 dev.py build-engine; ONO99_ENGINE_BUILD=interpreted for the other)",
+          flush=True)
 
     best: dict[str, list[float]] = {"2022": [0, 0], "1980": [0, 0]}
     spiel = [0.0, 0.0, 0.0]
@@ -121,6 +126,7 @@ def main() -> None:
     codec = codec_us(mid_game_states(200), repeat=args.rounds)
     ours = min(best["2022"][0], best["1980"][0])
     figures = {
+        "engine_build": BUILD,
         "steps_per_s_2022": round(best["2022"][0]), "games_per_s_2022": round(best["2022"][1], 1),
         "steps_per_s_1980": round(best["1980"][0]), "games_per_s_1980": round(best["1980"][1], 1),
         "crazy_eights_decision_steps_per_s": round(spiel[0]),

@@ -5,6 +5,7 @@
 >>> state, events = apply(state, legal_actions(state)[0])
 """
 
+from . import game as _game
 from .actions import format_action, parse_action
 from .cards import CARD_CODES, DECK_1980, DECK_2022
 from .codec import StateDoc, decode_state, dumps_state, encode_state, loads_state, state_from_doc, state_to_doc
@@ -16,7 +17,12 @@ from .state import Action, ActionType, GameState, Play2, Player
 from .table import Event
 from .view import ViewDoc, redact_event, redact_events, view, view_doc
 
+# Which build runs: "compiled" when mypyc built the modules pyproject.toml lists
+# ([tool.ono99] compiled; python3 dev.py build-engine), else "interpreted". Same source.
+BUILD = "interpreted" if _game.__file__.endswith(".py") else "compiled"
+
 __all__ = [
+                    "BUILD",
                     "CARD_CODES",
                     "DECK_1980",
                     "DECK_2022",

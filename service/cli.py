@@ -23,6 +23,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import engine
+
 from . import logs
 from .config import Settings, env_name
 
@@ -83,7 +85,7 @@ def run_gunicorn(settings: Settings) -> None:
 
     if not settings.state_secret:
         warn_unsigned_states()
-    log.info("HTTP API starting", extra={"bind": f"{settings.host}:{settings.http_port}",
+    log.info("HTTP API starting", extra={"bind": f"{settings.host}:{settings.http_port}", "engine": engine.BUILD,
                                          "workers": settings.workers, "sessions": settings.redis_configured})
     Gunicorn().run()
 
@@ -406,9 +408,17 @@ def verify(args: argparse.Namespace) -> int:
     return 0 if all(c.ok for c in checks) else 1
 
 
+def version_text() -> str:
+    """The service's version and its engine's build (compiled by mypyc, or interpreted)."""
+    import importlib.metadata
+
+    return f"ono99 {importlib.metadata.version('ono99')} (engine: {engine.BUILD})"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``ono99`` command."""
     parser = argparse.ArgumentParser(prog="ono99", description="ONO 99 rules service")
+    parser.add_argument("--version", action="version", version=version_text())
     sub = parser.add_subparsers(dest="command", required=True)
     p_serve = sub.add_parser("serve", help="run the service on its embedded defaults")
     _common(p_serve)

@@ -21,6 +21,8 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 from prometheus_client import start_http_server
 
+import engine
+
 from ..application import Application
 from ..config import Settings
 from ..live import LiveVersions
@@ -114,7 +116,8 @@ class GrpcServer:
             await checks.set(service, health_pb2.HealthCheckResponse.SERVING)
         await self._report(checks)
         await server.start()
-        log.info("gRPC API started", extra={"port": self.port, "sessions": self.store is not None})
+        log.info("gRPC API started", extra={"port": self.port, "sessions": self.store is not None,
+                                            "engine": engine.BUILD})
         self._started.set()
         watcher = asyncio.create_task(self._watch_redis(checks))
         await self._stop.wait()
