@@ -155,7 +155,7 @@ def test(args: list[str]) -> int:
     # compiled files (its root comes first on the tests' import path).
     print("dev.py: the engine's tests again, on the interpreted engine", flush=True)
     with tempfile.TemporaryDirectory(prefix="ono99-interpreted-") as work:
-        for name in ("engine", "service", "tests", "proto", "pyproject.toml"):
+        for name in ("engine", "service", "tests", "proto", "pyproject.toml", "dev.py"):
             source = ROOT / name
             if source.is_dir():
                 shutil.copytree(source, Path(work) / name,

@@ -7,6 +7,8 @@ state document holds the deck exactly, so the positive-data check is not run.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
@@ -19,20 +21,32 @@ from schemathesis.checks import (
 )
 
 from service.http_api import create_app
-from tests.conftest import free_port, make_settings
+from tests.conftest import make_settings
 
-# The app is built at import (collection must be the same in every xdist worker); redis-py
-# connects on first use, so the server on this port is started by the fixture below.
-PORT = free_port()
-schema = schemathesis.openapi.from_wsgi(
-    "/openapi.json", create_app(make_settings(f"redis://127.0.0.1:{PORT}/0", state_secret=None), warn_unsigned=False))
+
+class Later:
+    """The WSGI app the tests call, set once it can be: the schema is read at import
+    (collection must be the same in every xdist worker), from an app without sessions;
+    the fixture below then hands the calls to one over a Redis it has just started on a
+    port of its own (a port picked at import may be taken by the time the tests run)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    def __call__(self, environ: Any, start_response: Any) -> Any:
+        return self.app(environ, start_response)
+
+
+APP = Later(create_app(make_settings(state_secret=None, sessions=False), warn_unsigned=False))
+schema = schemathesis.openapi.from_wsgi("/openapi.json", APP)
 
 
 @pytest.fixture(scope="module", autouse=True)
-def redis_on_port():
+def app_with_redis():
     from service.embedded_redis import start_embedded
 
-    server = start_embedded(port=PORT)
+    server = start_embedded()
+    APP.app = create_app(make_settings(server.connection_url, state_secret=None), warn_unsigned=False)
     yield
     server.stop()
 
