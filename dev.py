@@ -155,15 +155,11 @@ def test(args: list[str]) -> int:
     # compiled files (its root comes first on the tests' import path).
     print("dev.py: the engine's tests again, on the interpreted engine", flush=True)
     with tempfile.TemporaryDirectory(prefix="ono99-interpreted-") as work:
-        for name in ("engine", "service", "tests", "proto", "pyproject.toml", "dev.py"):
-            source = ROOT / name
-            if source.is_dir():
-                shutil.copytree(source, Path(work) / name,
-                                ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.pyd", "compiled.json"))
-            else:
-                shutil.copy2(source, Path(work) / name)
+        copy = Path(work) / "checkout"
+        shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(
+            ".git", ".venv", "__pycache__", ".*_cache", ".hypothesis", "*.so", "*.pyd", "compiled.json"))
         return subprocess.run([str(PY), "-m", "pytest", "-n", workers, "-p", "no:cacheprovider", *ENGINE_TESTS],
-                              cwd=work).returncode
+                              cwd=copy).returncode
 
 
 def serve(args: list[str]) -> int:
