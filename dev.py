@@ -85,8 +85,12 @@ def compiled_modules() -> list[str]:
 
 
 def sources_digest() -> dict[str, str]:
-    """SHA-256 of each compiled module's source."""
-    return {m: hashlib.sha256((ROOT / m).read_bytes()).hexdigest() for m in compiled_modules()}
+    """What a compiled build is made from: SHA-256 of every engine module's source (the
+    compiled ones, and the interpreted ones whose classes they compile against), and of
+    the lock that pins the mypy compiling them."""
+    found = {p.relative_to(ROOT).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+             for p in sorted((ROOT / "engine").rglob("*.py")) if "__pycache__" not in p.parts}
+    return {**found, LOCKS["test"].name: hashlib.sha256(LOCKS["test"].read_bytes()).hexdigest()}
 
 
 def _compiled_files(root: Path) -> list[Path]:
@@ -121,12 +125,13 @@ def build_engine(args: list[str] | None = None) -> int:
                         ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.pyd", "compiled.json"))
         done = subprocess.run([str(PY), "-c", _MYPYC_SETUP, *compiled_modules()], cwd=work,
                               capture_output=True, text=True)
+        for path in _compiled_files(ROOT):
+            path.unlink()  # whatever happens next, no build older than the source stays
+        COMPILED.unlink(missing_ok=True)
         if done.returncode != 0:
             print(done.stdout[-3000:] + done.stderr[-3000:], file=sys.stderr)
-            print("dev.py: mypyc failed; the engine runs interpreted", file=sys.stderr)
-            return 1
-        for path in _compiled_files(ROOT):
-            path.unlink()
+            print("dev.py: mypyc failed (above); the engine runs interpreted", file=sys.stderr)
+            return 0
         for path in _compiled_files(Path(work)):
             shutil.copy2(path, ROOT / path.relative_to(work))
     COMPILED.write_text(json.dumps(digest, indent=1) + "\n")

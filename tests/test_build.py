@@ -36,3 +36,26 @@ def test_ono99_version_says_which_build_runs():
     done = subprocess.run([sys.executable, "-m", "service.cli", "--version"], cwd=ROOT, capture_output=True,
                           text=True, timeout=60)
     assert done.returncode == 0 and done.stdout.startswith("ono99 ") and f"(engine: {engine.BUILD})" in done.stdout
+
+
+def test_a_failed_build_leaves_the_engine_interpreted_not_stale(tmp_path, monkeypatch):
+    """A real mypyc run in a copy of the engine: built once, then a source mypyc refuses
+    (a type error) is built again. The build fails, dev.py says the engine runs
+    interpreted and exits 0 (the build is optional), and no compiled module older than
+    its source is left to be imported instead of it."""
+    import shutil
+
+    shutil.copytree(ROOT / "engine", tmp_path / "engine",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.so", "compiled.json"))
+    monkeypatch.setattr(dev, "ROOT", tmp_path)
+    monkeypatch.setattr(dev, "COMPILED", tmp_path / "engine" / "compiled.json")
+    monkeypatch.setattr(dev, "_ensure_venv", lambda extras: None)  # this test's venv is the one to build with
+    monkeypatch.setattr(dev, "compiled_modules", lambda: ["engine/bounds.py"])
+    monkeypatch.setenv("ONO99_ENGINE_BUILD", "compiled")
+    if dev._c_compiler() is None:
+        return  # nothing to compile with: the interpreted branch is the only one
+    assert dev.build_engine() == 0 and list((tmp_path / "engine").glob("bounds*.so"))
+    with (tmp_path / "engine" / "bounds.py").open("a") as source:
+        source.write('\nREFUSED: int = "not an int"\n')
+    assert dev.build_engine() == 0
+    assert not list((tmp_path / "engine").rglob("*.so")) and not (tmp_path / "engine" / "compiled.json").exists()

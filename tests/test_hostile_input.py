@@ -399,3 +399,13 @@ def test_grpc_session_calls_work_over_a_real_game(servers):
                      metadata=[("authorization", f"Bearer {s['seats'][a.player]}")], timeout=5)
     listed = sessions.ListEvents(pb.ListEventsRequest(session_id=sid, after_version=1), metadata=KEY, timeout=5)
     assert {e.version for e in listed.events} == {2, 3}
+
+
+@pytest.mark.parametrize("data", [b'{"state":', b"[" * 40 + b"]" * 40])
+def test_a_malformed_body_is_answered_alike_by_a_typed_route_and_the_others(client, data):
+    """POST /v1/games/apply decodes its body with msgspec in one pass, other routes through
+    webargs: malformed or too deeply nested JSON gets the same 400 from both."""
+    other = client.post("/v1/games/legal-actions", data=data, content_type="application/json")
+    applied = client.post("/v1/games/apply", data=data, content_type="application/json")
+    assert other.status_code == applied.status_code == 400
+    assert applied.json["errors"] == other.json["errors"] and applied.json["detail"] == other.json["detail"]

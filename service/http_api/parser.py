@@ -124,13 +124,15 @@ def read_body(decoder: msgspec.json.Decoder[S]) -> S:
         raise ServiceError("unsupported_media_type", "send the body as application/json",
                            errors={"json": ["send the body as application/json"]})
     if too_deep(data):
-        raise ServiceError("invalid_request", f"not valid JSON: nested deeper than {MAX_JSON_DEPTH} levels")
+        message = f"not valid JSON: nested deeper than {MAX_JSON_DEPTH} levels"
+        raise ServiceError("invalid_request", message, errors={"json": [message]})
     try:
         return decoder.decode(data)
     except msgspec.ValidationError as exc:
         raise _invalid(exc) from None
     except msgspec.DecodeError as exc:
-        raise ServiceError("invalid_request", f"not valid JSON: {exc}") from None
+        message = f"not valid JSON: {exc}"
+        raise ServiceError("invalid_request", message, errors={"json": [message]}) from None
 
 
 def component_name(kind: type[msgspec.Struct]) -> str:

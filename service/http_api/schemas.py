@@ -216,8 +216,8 @@ class SignedStateSchema(Strict):
 class ApplyBody(msgspec.Struct, forbid_unknown_fields=True):
     """Body of POST /v1/games/apply."""
 
-    state: StateDoc
-    action: ActionDoc
+    state: Annotated[StateDoc, msgspec.Meta(description="the game state document")]
+    action: Annotated[ActionDoc, msgspec.Meta(description="the action to apply")]
     state_signature: Annotated[str, msgspec.Meta(max_length=200, description="required when the service signs "
                                                                             "states")] | None = None
 
@@ -336,7 +336,7 @@ class SessionViewSchema(ma.Schema):
 class SessionActionBody(msgspec.Struct, forbid_unknown_fields=True):
     """Body of POST /v1/sessions/{id}/actions."""
 
-    action: ActionDoc
+    action: Annotated[ActionDoc, msgspec.Meta(description="the action to apply")]
     expected_version: Annotated[int, msgspec.Meta(ge=1, description="apply only if the session is at this "
                                                                      "version")] | None = None
 
