@@ -32,9 +32,11 @@ def _wait(condition, seconds=20.0, what=""):
 
 @pytest.fixture
 def sentinel_setup(tmp_path):
-    primary = start_embedded(tmp_path / "primary", port=free_port())
-    replica_port = free_port()
-    replica = start_embedded(tmp_path / "replica", port=replica_port)
+    # Ports chosen by start_embedded, which tries another when one is taken before the
+    # server binds it (a port picked here and handed in is not retried).
+    primary = start_embedded(tmp_path / "primary")
+    replica = start_embedded(tmp_path / "replica")
+    replica_port = replica.port
     redis.Redis(port=replica_port).replicaof("127.0.0.1", primary.port)
     _wait(lambda: redis.Redis(port=replica_port).info("replication")["master_link_status"] == "up",
           what="the replica to sync")
