@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import engine
 import engine.game
@@ -50,6 +51,7 @@ def test_a_failed_build_leaves_the_engine_interpreted_not_stale(tmp_path, monkey
     monkeypatch.setattr(dev, "ROOT", tmp_path)
     monkeypatch.setattr(dev, "COMPILED", tmp_path / "engine" / "compiled.json")
     monkeypatch.setattr(dev, "_ensure_venv", lambda extras: None)  # this test's venv is the one to build with
+    monkeypatch.setattr(dev, "PY", Path(sys.executable))  # (a copy of the checkout has no .venv of its own)
     monkeypatch.setattr(dev, "compiled_modules", lambda: ["engine/bounds.py"])
     monkeypatch.setenv("ONO99_ENGINE_BUILD", "compiled")
     if dev._c_compiler() is None:
