@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import flask
 import msgspec
 from webargs import core
-from webargs.flaskparser import FlaskParser, abort, is_json_request
+from webargs.flaskparser import FlaskParser, is_json_request
 from werkzeug.exceptions import ClientDisconnected, RequestEntityTooLarge
 
 from ..errors import ServiceError
@@ -58,18 +58,37 @@ class Parser(FlaskParser):
     DEFAULT_VALIDATION_STATUS = 400
 
     def _raw_load_json(self, req: flask.Request) -> Any:
-        data = req.get_data(cache=True)
-        _check_streamed_size(req, data)
-        if not data:
-            return core.missing
-        if not is_json_request(req):
-            abort(415, messages={"json": ["send the body as application/json"]})
-        if too_deep(data):
-            abort(400, messages={"json": [f"not valid JSON: nested deeper than {MAX_JSON_DEPTH} levels"]})
-        try:
-            return _decoder.decode(data)
-        except msgspec.DecodeError as exc:
-            abort(400, messages={"json": [f"not valid JSON: {exc}"]})
+        data = json_bytes(req)
+        return _decode(_decoder, data) if data else core.missing
+
+
+def _refused(code: str, message: str) -> ServiceError:
+    return ServiceError(code, message, errors={"json": [message]})
+
+
+def json_bytes(req: flask.Request) -> bytes:
+    """The request's body, b"" when it has none: 413 when it is over the size limit, 415
+    when it is not sent as JSON, 400 when it nests deeper than MAX_JSON_DEPTH."""
+    data = req.get_data(cache=True)
+    _check_streamed_size(req, data)
+    if not data:
+        return b""
+    if not is_json_request(req):
+        raise _refused("unsupported_media_type", "send the body as application/json")
+    if too_deep(data):
+        raise _refused("invalid_request", f"not valid JSON: nested deeper than {MAX_JSON_DEPTH} levels")
+    return data
+
+
+def _decode(decoder: msgspec.json.Decoder[Any], data: bytes) -> Any:
+    """``data`` decoded: 400 for text that is no JSON, or (a typed decoder) for JSON that
+    does not fit its Struct."""
+    try:
+        return decoder.decode(data)
+    except msgspec.ValidationError as exc:
+        raise _invalid(exc) from None
+    except msgspec.DecodeError as exc:
+        raise _refused("invalid_request", f"not valid JSON: {exc}") from None
 
 
 def _check_streamed_size(req: flask.Request, data: bytes) -> None:
@@ -115,24 +134,11 @@ def _invalid(exc: msgspec.ValidationError) -> ServiceError:
 
 def read_body(decoder: msgspec.json.Decoder[S]) -> S:
     """The request's JSON body decoded by ``decoder`` (400, 413 or 415 as :class:`Parser` answers)."""
-    req = flask.request
-    data = req.get_data(cache=True)
-    _check_streamed_size(req, data)
+    data = json_bytes(flask.request)
     if not data:
-        raise ServiceError("invalid_request", "send a JSON body", errors={"json": ["send a JSON body"]})
-    if not is_json_request(req):
-        raise ServiceError("unsupported_media_type", "send the body as application/json",
-                           errors={"json": ["send the body as application/json"]})
-    if too_deep(data):
-        message = f"not valid JSON: nested deeper than {MAX_JSON_DEPTH} levels"
-        raise ServiceError("invalid_request", message, errors={"json": [message]})
-    try:
-        return decoder.decode(data)
-    except msgspec.ValidationError as exc:
-        raise _invalid(exc) from None
-    except msgspec.DecodeError as exc:
-        message = f"not valid JSON: {exc}"
-        raise ServiceError("invalid_request", message, errors={"json": [message]}) from None
+        raise _refused("invalid_request", "send a JSON body")
+    result: S = _decode(decoder, data)
+    return result
 
 
 def component_name(kind: type[msgspec.Struct]) -> str:
