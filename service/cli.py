@@ -192,24 +192,9 @@ def serve(args: argparse.Namespace, settings: Settings) -> int:
     env = _child_env(settings)
     grpc_process = subprocess.Popen([sys.executable, "-m", "service.cli", "grpc"], env=env)
     children.watch("gRPC server", grpc_process)
-    keeper = None
-    if settings.sessions and settings.timers:
-        # The timekeeper's metrics join the HTTP workers' (prometheus-client's multiprocess
-        # directory), so /metrics on the HTTP port shows them: the gRPC process has the port.
-        if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-            os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="ono99-metrics-")
-        keeper = subprocess.Popen([sys.executable, "-m", "service.cli", "timers"],
-                                  env={**env, "ONO99_METRICS_PORT": "0",
-                                       "PROMETHEUS_MULTIPROC_DIR": os.environ["PROMETHEUS_MULTIPROC_DIR"]})
-        children.watch("timekeeper", keeper)
-    deliverer = None
-    if settings.sessions and settings.webhooks:
-        if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-            os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="ono99-metrics-")
-        deliverer = subprocess.Popen([sys.executable, "-m", "service.cli", "webhooks"],
-                                     env={**env, "ONO99_METRICS_PORT": "0",
-                                          "PROMETHEUS_MULTIPROC_DIR": os.environ["PROMETHEUS_MULTIPROC_DIR"]})
-        children.watch("webhook deliverer", deliverer)
+    keeper = _beside_http("timers", "timekeeper", env, children) if settings.sessions and settings.timers else None
+    deliverer = (_beside_http("webhooks", "webhook deliverer", env, children)
+                 if settings.sessions and settings.webhooks else None)
     code: int | str | None = 0
     try:
         run_gunicorn(settings)
@@ -236,6 +221,19 @@ def serve(args: argparse.Namespace, settings: Settings) -> int:
         log.error(f"the HTTP server (gunicorn) stopped with exit code {code}: stopping ono99 serve")
         return code if isinstance(code, int) else 1
     return 0
+
+
+def _beside_http(command: str, name: str, env: dict[str, str], children: Children) -> subprocess.Popen[bytes]:
+    """``ono99 COMMAND`` in a process of its own, watched as ``name``. Its metrics join the
+    HTTP workers' (prometheus-client's multiprocess directory), so /metrics on the HTTP
+    port shows them: the gRPC process has the metrics port."""
+    if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="ono99-metrics-")
+    process = subprocess.Popen([sys.executable, "-m", "service.cli", command],
+                               env={**env, "ONO99_METRICS_PORT": "0",
+                                    "PROMETHEUS_MULTIPROC_DIR": os.environ["PROMETHEUS_MULTIPROC_DIR"]})
+    children.watch(name, process)
+    return process
 
 
 def _embedded_redis(args: argparse.Namespace, settings: Settings, children: Children) -> Any:
@@ -298,23 +296,30 @@ def grpc(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def timers(args: argparse.Namespace, settings: Settings) -> int:
-    """The timekeeper alone: moves for players whose turn's deadline passed."""
-    _needs_redis("timers", settings)
-    if not ports_free(settings, "metrics"):
-        return 1
+def _metrics_until_stopped(settings: Settings) -> threading.Event:
+    """For a process that serves no API: its metrics on ONO99_METRICS_PORT (0: none), and
+    the event SIGTERM or SIGINT sets to stop it."""
     from prometheus_client import start_http_server
 
-    from .application import Application
-    from .timekeeper import Timekeeper
-
-    app = Application.from_settings(settings)
-    assert app.store is not None
     if settings.metrics_port:
         start_http_server(settings.metrics_port, addr=settings.host)
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
+    return stop
+
+
+def timers(args: argparse.Namespace, settings: Settings) -> int:
+    """The timekeeper alone: moves for players whose turn's deadline passed."""
+    _needs_redis("timers", settings)
+    if not ports_free(settings, "metrics"):
+        return 1
+    from .application import Application
+    from .timekeeper import Timekeeper
+
+    app = Application.from_settings(settings)
+    assert app.store is not None
+    stop = _metrics_until_stopped(settings)
     Timekeeper(app.store, app.turns, settings.timer_interval, threads=settings.timer_threads,
                bot_threads=settings.bot_threads, stop_timeout=settings.bot_max_budget_ms / 1000 + 2).run(stop)
     return 0
@@ -325,21 +330,13 @@ def webhooks(args: argparse.Namespace, settings: Settings) -> int:
     _needs_redis("webhooks", settings)
     if not ports_free(settings, "metrics"):
         return 1
-    from prometheus_client import start_http_server
-
     from .deliverer import BLOCK_MS, Deliverer, Delivery
-    from .redis_client import connect
     from .store import SessionStore
 
     # Its reads wait up to BLOCK_MS for new entries: its client waits longer than that.
-    client = connect(settings.redis_url, max(settings.redis_timeout, BLOCK_MS / 1000 + 2), settings.redis_sentinels,
-                     settings.redis_sentinel_master, settings.redis_cluster, settings.redis_connections)
+    client = settings.connect_redis(timeout=max(settings.redis_timeout, BLOCK_MS / 1000 + 2))
     store = SessionStore(client, settings.redis_breaker_failures, settings.redis_breaker_reset)
-    if settings.metrics_port:
-        start_http_server(settings.metrics_port, addr=settings.host)
-    stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
+    stop = _metrics_until_stopped(settings)
     Deliverer(store, settings.pick(Delivery, prefix="webhook_")).run(stop)
     return 0
 

@@ -115,12 +115,13 @@ class Settings:
         """Whether a Redis (URL or Sentinel) is configured."""
         return bool(self.redis_url or self.redis_sentinels)
 
-    def connect_redis(self) -> Any:
-        """A Redis client for these settings (see service.redis_client.connect)."""
+    def connect_redis(self, timeout: float | None = None) -> Any:
+        """A Redis client for these settings (see service.redis_client.connect) whose calls
+        give up after ``timeout`` seconds (default: ONO99_REDIS_TIMEOUT)."""
         from .redis_client import connect
 
-        return connect(self.redis_url, self.redis_timeout, self.redis_sentinels, self.redis_sentinel_master,
-                       self.redis_cluster, self.redis_connections)
+        return connect(self.redis_url, self.redis_timeout if timeout is None else timeout, self.redis_sentinels,
+                       self.redis_sentinel_master, self.redis_cluster, self.redis_connections)
 
     def session_store(self) -> Any:
         """The session store for these settings (a service.store.SessionStore), or None

@@ -55,7 +55,7 @@ from standardwebhooks.webhooks import Webhook
 
 from .hooks import webhook_id
 from .store import SessionStore
-from .webhooks import DEAD_LETTERS, REGISTRY, Endpoint, Webhooks, lease_key, make_group
+from .webhooks import DEAD_LETTERS, REGISTRY, Endpoint, Webhooks, as_text, lease_key, make_group
 
 log = logging.getLogger("ono99.webhooks")
 
@@ -212,10 +212,6 @@ def _id_key(entry_id: str) -> tuple[int, int]:
     return int(milliseconds), int(sequence or 0)
 
 
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
 _payloads = msgspec.json.Decoder(list[dict[str, Any]])
 _encode = msgspec.json.Encoder()
 
@@ -323,7 +319,7 @@ class EndpointWorker:
                 except redis.ResponseError as exc:
                     self._no_group(outbox, exc)
                     break
-                start = _text(found[0])
+                start = as_text(found[0])
                 if start == "0-0":
                     break
 
@@ -367,10 +363,10 @@ class EndpointWorker:
                     if not entries:
                         cursors[outbox] = ">"
                         continue
-                    cursors[outbox] = _text(entries[-1][0])
+                    cursors[outbox] = as_text(entries[-1][0])
                 for entry_id, fields in entries:
                     news = True
-                    self._dispatch(outbox, _text(entry_id), fields)
+                    self._dispatch(outbox, as_text(entry_id), fields)
             if not news and not single:
                 self.stopped.wait(IDLE)
 
@@ -382,7 +378,7 @@ class EndpointWorker:
         wanted: list[tuple[int, dict[str, Any]]] = []
         session = ""
         if fields:
-            session = _text(fields[b"s"])
+            session = as_text(fields[b"s"])
             wanted = [(i, p) for i, p in enumerate(_payloads.decode(fields[b"h"])) if p["type"] in self.endpoint.events]
         else:  # read, then trimmed away by the outbox's cap before it was delivered
             OVERRUNS.labels(self.endpoint.id).inc()
@@ -595,18 +591,18 @@ class Deliverer:
                 groups = self.client.xinfo_groups(outbox)
             except redis.ResponseError:
                 continue  # no such stream yet
-            floor = _id_after(_text(info["last-generated-id"]))
-            deleted = _text(info.get("max-deleted-entry-id") or "0-0")
+            floor = _id_after(as_text(info["last-generated-id"]))
+            deleted = as_text(info.get("max-deleted-entry-id") or "0-0")
             for group in groups:
-                name = _text(group["name"])
+                name = as_text(group["name"])
                 if name not in registered and not self.client.hexists(REGISTRY, name):
                     self.client.xgroup_destroy(outbox, name)  # its endpoint was deleted
                     continue
-                delivered = _text(group["last-delivered-id"])
+                delivered = as_text(group["last-delivered-id"])
                 oldest = _id_after(delivered)
                 if int(group["pending"]):
                     pending = self.client.xpending(outbox, name)["min"]  # None: acknowledged meanwhile
-                    oldest = _text(pending) if pending is not None else oldest
+                    oldest = as_text(pending) if pending is not None else oldest
                 floor = min(floor, oldest, key=_id_key)
                 self._forget_consumers(outbox, name)
                 if (name in self.workers and _id_key(deleted) > _id_key(delivered)  # counted by its holder only
@@ -622,4 +618,4 @@ class Deliverer:
         the readers of workers gone (each worker reads as a consumer of its own)."""
         for consumer in self.client.xinfo_consumers(outbox, group):
             if int(consumer["pending"]) == 0 and int(consumer["idle"]) > 2 * self.delivery.lease * 1000:
-                self.client.xgroup_delconsumer(outbox, group, _text(consumer["name"]))
+                self.client.xgroup_delconsumer(outbox, group, as_text(consumer["name"]))

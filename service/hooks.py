@@ -39,13 +39,10 @@ def created(version: int, at_ms: int, state: GameState | None, players: list[str
             turn_ms: int | None, fair: bool, deadline: int) -> list[Hook]:
     """The webhook events of a new session: ``session.created``, then ``turn.started``
     when its game is dealt (``state``; None: a fair session, dealt later)."""
-    made = [Hook("session.created", version, at_ms, {
+    made = Hook("session.created", version, at_ms, {
         "players": players, "bots": {player: bot.kind for player, bot in bots.items()},
-        "turn_seconds": turn_ms // 1000 if turn_ms else None, "fair": fair})]
-    player = to_act(state) if state is not None else None
-    if player is not None:
-        made.append(Hook("turn.started", version, at_ms, {"player": player, "deadline_ms": deadline or None}))
-    return made
+        "turn_seconds": turn_ms // 1000 if turn_ms else None, "fair": fair})
+    return [made, *of_versions(version, [[]], None, state, at_ms, deadline, bots)]  # a deal starts a turn
 
 
 def of_versions(first: int, versions: list[list[Event]], before: GameState | None, after: GameState | None,

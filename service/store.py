@@ -535,8 +535,7 @@ class SessionStore:
             "timer": _encode.encode(session.timer) if session.timer else b"", "deadline": session.deadline,
             "chain": session.chain, "fair": _encode.encode(session.fair) if session.fair else b"", "events": events,
             "header": header, "entry": entry}
-        if hooks and outbox:
-            named.update(session=session_id, hooks=outbox_entry(session_id, hooks), outbox_max=self.outbox_max)
+        named.update(self._outbox_fields(session_id, outbox, hooks or []))
         args = [len(named), *(item for pair in named.items() for item in pair)]
         return bool(self._call("create", lambda: self._durable(lambda client: self._create(
             keys=names, args=args, client=client))))
@@ -604,8 +603,7 @@ class SessionStore:
             named["deadline"] = change.deadline
         if change.forced_at is not None:
             named["forced"] = change.forced_at
-        if change.hooks and outbox:
-            named.update(session=session_id, hooks=outbox_entry(session_id, change.hooks), outbox_max=self.outbox_max)
+        named.update(self._outbox_fields(session_id, outbox, change.hooks))
         versions = (part for pair in zip(change.events, change.entries, strict=True) for part in pair)
         args = [len(named), *(item for pair in named.items() for item in pair), *versions]
         status, version = self._call("commit", lambda: self._durable(lambda client: self._commit(
@@ -656,6 +654,13 @@ class SessionStore:
         if not self.cluster:
             return OUTBOX
         return _OUTBOX_OF_SLOT.get(key_slot(keys(session_id)[0].encode()), "")
+
+    def _outbox_fields(self, session_id: str, outbox: str, hooks: list[Hook]) -> dict[str, Any]:
+        """The scripts' fields that append a commit's webhook events to its outbox (none
+        when it has none, or the session has no outbox)."""
+        if not hooks or not outbox:
+            return {}
+        return {"session": session_id, "hooks": outbox_entry(session_id, hooks), "outbox_max": self.outbox_max}
 
     def outboxes(self) -> list[str]:
         """Every outbox stream (one; on a Cluster one per shard)."""

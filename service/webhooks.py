@@ -190,7 +190,7 @@ class Webhooks:
                 except redis.ResponseError:  # no such stream yet
                     continue
                 for group in groups:
-                    if _text(group["name"]) != endpoint_id:
+                    if as_text(group["name"]) != endpoint_id:
                         continue
                     if group.get("lag") is None:
                         return None
@@ -209,5 +209,6 @@ def make_group(client: Any, outbox: str, endpoint_id: str) -> None:
             raise
 
 
-def _text(value: Any) -> str:
+def as_text(value: Any) -> str:
+    """A Redis reply's bytes (or anything else) as text."""
     return value.decode() if isinstance(value, bytes) else str(value)
