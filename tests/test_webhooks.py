@@ -6,6 +6,7 @@ hangs beside one that answers."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -145,14 +146,24 @@ def assert_in_version_order(receiver: Receiver) -> None:
         last[data["session_id"]] = data["version"]
 
 
+@contextlib.contextmanager
+def webhook_stack(redis_url: str, http_env: dict[str, str] | None = None, **deliverer_env: str):
+    """gunicorn (with ``http_env``) and one deliverer (with ``deliverer_env``) over
+    ``redis_url``, stopped after the block."""
+    server = start_http(redis_url, **(http_env or {}))
+    deliverer = start_deliverer(redis_url, **deliverer_env)
+    try:
+        yield server, deliverer
+    finally:
+        deliverer.stop()
+        server.stop()
+
+
 @pytest.fixture
 def stack(own_redis):
     """gunicorn and one deliverer over a Valkey of this test's own; stopped after it."""
-    server = start_http(own_redis, **MANY)
-    deliverer = start_deliverer(own_redis)
-    yield server, deliverer, own_redis
-    deliverer.stop()
-    server.stop()
+    with webhook_stack(own_redis, http_env=MANY) as (server, deliverer):
+        yield server, deliverer, own_redis
 
 
 def test_every_event_of_100_sessions_arrives_signed_once_at_least_and_in_order_per_session(stack):
@@ -307,9 +318,7 @@ def test_a_hanging_receiver_does_not_delay_another_endpoint(stack):
 
 
 def test_a_delivery_that_keeps_failing_is_dead_lettered_and_counted(own_redis):
-    server = start_http(own_redis)
-    deliverer = start_deliverer(own_redis, ONO99_WEBHOOK_RETRY_SECONDS="2")
-    try:
+    with webhook_stack(own_redis, ONO99_WEBHOOK_RETRY_SECONDS="2") as (server, deliverer):
         receiver = Receiver()
         receiver.status = 500
         endpoint = register(server, receiver.url, events=["session.created"])
@@ -323,9 +332,6 @@ def test_a_delivery_that_keeps_failing_is_dead_lettered_and_counted(own_redis):
         assert f'ono99_webhook_deliveries_total{{endpoint="{endpoint["id"]}",outcome="dead"}} 1.0' in metrics
         wait_for(lambda: requests.get(f"{server.url}/v1/webhooks/{endpoint['id']}", headers=OPERATOR,
                                       timeout=5).json()["backlog"] == 0, 10, "the backlog to clear")
-    finally:
-        deliverer.stop()
-        server.stop()
 
 
 def test_only_the_service_key_manages_endpoints_within_their_limit(own_redis):
