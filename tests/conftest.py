@@ -198,6 +198,17 @@ def auth(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
+def act(server: RunningServer, sid: str, token: str) -> dict:
+    """The seat's first legal action in session ``sid``, sent to ``server`` (200 asserted): its answer."""
+    import requests
+
+    view = requests.get(f"{server.url}/v1/sessions/{sid}", headers=auth(token), timeout=10).json()["view"]
+    answer = requests.post(f"{server.url}/v1/sessions/{sid}/actions", headers=auth(token), timeout=10,
+                           json={"action": view["legal_actions"][0]})
+    assert answer.status_code == 200, answer.text
+    return answer.json()  # type: ignore[no-any-return]
+
+
 def run_verify(tmp_path: Path, record: dict, *args: str) -> tuple[int, str]:
     """``ono99 verify`` on ``record`` (written to a file under ``tmp_path``): its exit
     status and what it printed."""

@@ -17,7 +17,7 @@ import pytest
 import requests
 import sseclient
 
-from tests.conftest import ROOT, SERVICE_KEY, auth, start_http
+from tests.conftest import ROOT, SERVICE_KEY, act, auth, start_http
 from tests.test_docs_page import DevTools, find_chromium
 
 pytestmark = pytest.mark.slow
@@ -70,14 +70,6 @@ def create(server, **body):
 def open_stream(server, sid, headers, after=0, **params):
     return requests.get(f"{server.url}/v1/sessions/{sid}/events", params={"after": after, **params},
                         headers={"Accept": "text/event-stream", **headers}, stream=True, timeout=30)
-
-
-def act(server, sid, token):
-    view = requests.get(f"{server.url}/v1/sessions/{sid}", headers=auth(token), timeout=10).json()["view"]
-    answer = requests.post(f"{server.url}/v1/sessions/{sid}/actions", headers=auth(token), timeout=10,
-                           json={"action": view["legal_actions"][0]})
-    assert answer.status_code == 200, answer.text
-    return answer.json()
 
 
 @pytest.mark.rules("R-SET-3")

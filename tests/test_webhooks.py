@@ -18,7 +18,7 @@ import requests
 from standardwebhooks.webhooks import Webhook
 
 from service.ports import free_port
-from tests.conftest import SERVICE_KEY, RunningServer, auth, start_http, start_timekeeper
+from tests.conftest import SERVICE_KEY, RunningServer, act, auth, start_http, start_timekeeper
 
 OPERATOR = auth(SERVICE_KEY)
 FAST = {"ONO99_WEBHOOK_LEASE": "2", "ONO99_WEBHOOK_BACKOFF_MAX": "1", "ONO99_LOG_LEVEL": "warning"}
@@ -95,14 +95,6 @@ def create(server, players=None, **body) -> dict:
         "rules": {"edition": "2022"}, "players": players or ["ann", {"id": "cpu", "bot": {"kind": "heuristic"}}],
         **body}, timeout=10)
     assert answer.status_code == 201, answer.text
-    return answer.json()
-
-
-def act(server, sid: str, token: str) -> dict:
-    view = requests.get(f"{server.url}/v1/sessions/{sid}", headers=auth(token), timeout=10).json()["view"]
-    answer = requests.post(f"{server.url}/v1/sessions/{sid}/actions", headers=auth(token), timeout=10,
-                           json={"action": view["legal_actions"][0]})
-    assert answer.status_code == 200, answer.text
     return answer.json()
 
 

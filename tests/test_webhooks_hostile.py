@@ -20,12 +20,11 @@ import pytest
 import redis
 import requests
 
-from tests.conftest import start_http
+from tests.conftest import act, start_http
 from tests.test_webhooks import (
     MANY,
     OPERATOR,
     Receiver,
-    act,
     arrived,
     create,
     outbox_payloads,
