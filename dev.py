@@ -93,8 +93,13 @@ def sources_digest() -> dict[str, str]:
     return {**found, LOCKS["test"].name: hashlib.sha256(LOCKS["test"].read_bytes()).hexdigest()}
 
 
+# What a compiled build writes into engine/: its extensions (.so; .pyd on Windows) and its record.
+_EXTENSIONS = ("*.so", "*.pyd")
+_BUILT = (*_EXTENSIONS, COMPILED.name)
+
+
 def _compiled_files(root: Path) -> list[Path]:
-    return sorted((root / "engine").rglob("*.so")) + sorted((root / "engine").rglob("*.pyd"))
+    return sorted(path for pattern in _EXTENSIONS for path in (root / "engine").rglob(pattern))
 
 
 def _c_compiler() -> str | None:
@@ -122,7 +127,7 @@ def build_engine(args: list[str] | None = None) -> int:
     print("dev.py: compiling the engine with mypyc", flush=True)
     with tempfile.TemporaryDirectory(prefix="ono99-mypyc-") as work:
         shutil.copytree(ROOT / "engine", Path(work) / "engine",
-                        ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.pyd", "compiled.json"))
+                        ignore=shutil.ignore_patterns("__pycache__", *_BUILT))
         done = subprocess.run([str(PY), "-c", _MYPYC_SETUP, *compiled_modules()], cwd=work,
                               capture_output=True, text=True)
         for path in _compiled_files(ROOT):
@@ -162,7 +167,7 @@ def test(args: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="ono99-interpreted-") as work:
         copy = Path(work) / "checkout"
         shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(
-            ".git", ".venv", "__pycache__", ".*_cache", ".hypothesis", "*.so", "*.pyd", "compiled.json"))
+            ".git", ".venv", "__pycache__", ".*_cache", ".hypothesis", *_BUILT))
         return subprocess.run([str(PY), "-m", "pytest", "-n", workers, "-p", "no:cacheprovider", *ENGINE_TESTS],
                               cwd=copy).returncode
 

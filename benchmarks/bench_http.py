@@ -335,18 +335,17 @@ def main() -> None:
     figures = {f"{name}_{k}": v for name, r in results.items() for k, v in r.items()}
     figures["body_bytes"] = len(body)
     figures["client"] = client
-    figures["ratio_apply"] = round(results["apply"]["requests_per_s"] / results["bare"]["requests_per_s"], 3)
-    figures["ratio_session_action"] = round(
-        results["session_action"]["requests_per_s"] / results["bare"]["requests_per_s"], 3)
-    figures["ratio_session_action_vs_redis_floor"] = round(
-        results["session_action"]["requests_per_s"] / results["floor"]["requests_per_s"], 3)
+    def ratio(target: str, floor: str) -> float:
+        return round(results[target]["requests_per_s"] / results[floor]["requests_per_s"], 3)
+
+    figures["ratio_apply"] = ratio("apply", "bare")
+    figures["ratio_session_action"] = ratio("session_action", "bare")
+    figures["ratio_session_action_vs_redis_floor"] = ratio("session_action", "floor")
     print(f"ratio apply/bare {figures['ratio_apply']}, session action/bare {figures['ratio_session_action']}, "
           f"session action/Redis floor {figures['ratio_session_action_vs_redis_floor']}")
     if args.baseline:
-        figures["ratio_apply_baseline"] = round(
-            results["apply_baseline"]["requests_per_s"] / results["bare"]["requests_per_s"], 3)
-        figures["ratio_session_action_vs_redis_floor_baseline"] = round(
-            results["session_action_baseline"]["requests_per_s"] / results["floor"]["requests_per_s"], 3)
+        figures["ratio_apply_baseline"] = ratio("apply_baseline", "bare")
+        figures["ratio_session_action_vs_redis_floor_baseline"] = ratio("session_action_baseline", "floor")
         print(f"baseline {args.baseline}: apply/bare {figures['ratio_apply_baseline']}, session action/Redis floor "
               f"{figures['ratio_session_action_vs_redis_floor_baseline']}")
     print(json.dumps(figures))
