@@ -34,7 +34,7 @@ from .fairness import ALGORITHM, commitment, master_key
 from .game import apply
 from .leaving import forfeit
 from .shuffle import fair_seed
-from .state import GameState
+from .state import GameState, GameStatus
 from .view import hides_card
 
 FORMAT: Final = "ono99-record"
@@ -391,7 +391,7 @@ def _commitment(record: Mapping[str, Json]) -> str | None:
     if told and told != [shown["secret"]]:
         raise _Failed("commitment", "the chain reveals a secret the fairness block does not hold")
     if shown["secret"] is None:
-        if record["outcome"] is not None and record["outcome"].get("status") != "playing":
+        if record["outcome"] is not None and record["outcome"].get("status") != GameStatus.PLAYING:
             raise _Failed("commitment", "the game is over: its record must reveal the secret")
         return None
     if commitment(bytes.fromhex(shown["secret"])) != promised["commitment"]:

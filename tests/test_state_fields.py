@@ -146,13 +146,13 @@ def _view_from_message(msg: pb.View) -> dict[str, object]:
                      "score": p.score, "busted": p.busted} for p in msg.players],
         "draw_pile_count": msg.draw_pile_count,
         "discard_pile": convert.cards(msg.discard_pile, "discard_pile"),
-        "total": msg.total, "direction": msg.direction,
         "current": msg.current if msg.HasField("current") else None,
         "play2": {"player": msg.play2.player, "cards_left": msg.play2.cards_left} if msg.HasField("play2") else None,
-        "round": msg.round, "status": convert._GAME_OF[msg.status], "winners": list(msg.winners),
+        "status": convert._GAME_OF[msg.status], "winners": list(msg.winners),
         "round_starter": msg.round_starter, "owed_draws": list(msg.owed_draws),
         "turn": {"swapped": msg.turn.swapped, "ono99_played": msg.turn.ono99_played},
         "legal_actions": [convert.action_doc(a) for a in msg.legal_actions],
+        **{name: getattr(msg, name) for name in convert._VIEW_PLAIN},  # read by name as written
     }
 
 
