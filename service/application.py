@@ -446,9 +446,9 @@ class Application:
             self.admission.check_action(self.sessions.store, session_id, reader.player or f"~{reader.spectator}")
         return self.sessions.store.ticket(session_id, digest(token or ""), self.stream_ticket_seconds)
 
-    def record(self, session_id: str, token: str | None) -> dict[str, Any]:
-        """The session's game record (docs/RECORDS.md) as the token may read it: a seat's
-        hides what its view hides while the game runs; the service key's, and every
+    def record(self, session_id: str, token: str | None) -> bytes:
+        """The session's game record (docs/RECORDS.md, as JSON) as the token may read it: a
+        seat's hides what its view hides while the game runs; the service key's, and every
         record of a finished game, hold everything. Signed with the record key."""
         if not is_session_id(session_id):
             raise ServiceError("not_found", "no such session (a session id is 1 to 64 letters, digits, '_' or '-')")
@@ -456,7 +456,7 @@ class Application:
         if stored is None:
             raise ServiceError("not_found", f"no session {session_id!r} (unknown or expired)")
         reader = self.sessions.reader(stored.seats, stored.spectators, credential(token))
-        return assemble(stored, reader, self.record_signer)
+        return _json.encode(assemble(stored, reader, self.record_signer))
 
     @property
     def record_key(self) -> str:

@@ -8,7 +8,6 @@ from collections.abc import AsyncIterator
 from typing import TypeVar
 
 import grpc
-import msgspec
 
 from .. import metrics
 from ..admission import Caller
@@ -23,7 +22,6 @@ from .gen import ono99_pb2 as pb
 from .gen import ono99_pb2_grpc as pb_grpc
 
 T = TypeVar("T")
-_json = msgspec.json.Encoder()
 
 
 class StreamLimits:
@@ -236,8 +234,7 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
     async def GetRecord(self, request: pb.GetRecordRequest,
                         context: grpc.aio.ServicerContext) -> pb.GetRecordResponse:
         def work() -> pb.GetRecordResponse:
-            record = self.app.record(request.session_id, SEAT_TOKEN.get())
-            return pb.GetRecordResponse(record_json=_json.encode(record).decode())
+            return pb.GetRecordResponse(record_json=self.app.record(request.session_id, SEAT_TOKEN.get()).decode())
         return await self.calls.answer(context, work)
 
     async def DeleteSession(self, request: pb.DeleteSessionRequest,

@@ -6,6 +6,7 @@ import contextlib
 import re
 from typing import Any
 
+import msgspec
 from flask import Response, current_app, request
 from flask.views import MethodView
 
@@ -304,7 +305,7 @@ class Record(MethodView):
         """The game record (docs/RECORDS.md): every version with its hash chain, signed.
         A seat's token gets what that seat may see while the game runs, and everything
         once it is over; the service key gets everything."""
-        return json_response(app_layer().record(session_id, _token()))
+        return json_response(msgspec.Raw(app_layer().record(session_id, _token())))
 
 
 def _event_stream(app: Application, session_id: str, query: dict[str, Any], settings: Settings) -> Response:
