@@ -1,6 +1,6 @@
 """gRPC speed: the Apply call against a bare grpcio echo of a message of the same size.
 
-    python benchmarks/bench_grpc.py [--seconds 2] [--rounds 5] [--clients 16]
+    python benchmarks/bench_grpc.py [--seconds 2] [--rounds 5] [--clients 16] [--baseline CHECKOUT]
 
 Both servers run in their own process with the same settings (grpc.aio, message
 limits, keepalive), on loopback, measured in interleaved rounds in the same run (the
@@ -25,6 +25,11 @@ servers; where ``h2load`` (Debian ``nghttp2-client``) is installed, the fixed-re
 targets (echo and apply_cold) are also loaded by it, a client in C that sends the gRPC
 frames over HTTP/2 (``h2load_*`` figures; it cannot follow games, so ``apply`` is the
 Python client's only).
+
+With ``--baseline CHECKOUT`` (another checkout of this repository, a worktree of an
+earlier commit, say), that checkout's server is measured in the same rounds under the
+same client: ``apply_baseline`` and ``apply_cold_baseline``, and their ratios against
+the same echo (``ratio_apply_baseline``, ``ratio_apply_cold_baseline``).
 
 The last line is one JSON object: ``ratio_apply`` is apply/echo, ``ratio_apply_cold``
 apply_cold/echo (both the Python client's), ``h2load_ratio_apply_cold`` the same under
@@ -61,8 +66,8 @@ from service.grpc_api.gen import ono99_pb2 as pb  # noqa: E402
 from service.ports import free_port  # noqa: E402
 
 
-def start(args: list[str], port: int) -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen([sys.executable, *args], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT),
+def start(args: list[str], port: int, root: Path = ROOT) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen([sys.executable, *args], cwd=root, env={**os.environ, "PYTHONPATH": str(root),
                                                                    "ONO99_LOG_LEVEL": "warning",
                                                                    "ONO99_METRICS_PORT": "0"})
     grpc.channel_ready_future(grpc.insecure_channel(f"127.0.0.1:{port}")).result(timeout=30)
@@ -169,6 +174,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=2.0, help="length of one measuring round")
     parser.add_argument("--rounds", type=int, default=5, help="rounds per target, interleaved; the best counts")
     parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--baseline", type=Path, metavar="CHECKOUT",
+                        help="another checkout whose server is measured in the same rounds")
     args = parser.parse_args()
     h2load = shutil.which("h2load")
     print("load: a Python asyncio client (one channel, --clients concurrent calls)"
@@ -182,19 +189,26 @@ def main() -> None:
     apply_method = "/ono99.v1.GameService/Apply"
     targets = {"echo": ("/bench.Echo/Echo", [[raw]]), "apply": (apply_method, games),
                "apply_cold": (apply_method, [[raw]])}
+    echo_port, service_port, baseline_port = free_port(), free_port(), free_port()
+    ports = {"echo": echo_port, "apply": service_port, "apply_cold": service_port}
+    if args.baseline:
+        targets.update(apply_baseline=targets["apply"], apply_cold_baseline=targets["apply_cold"])
+        ports.update(apply_baseline=baseline_port, apply_cold_baseline=baseline_port)
     rounds: dict[str, list[dict[str, float]]] = {name: [] for name in targets}
     if h2load:
-        rounds.update({"h2load_echo": [], "h2load_apply_cold": []})
-    echo_port, service_port = free_port(), free_port()
+        rounds.update({f"h2load_{name}": [] for name in targets if name != "apply" and name != "apply_baseline"})
+    service = ["-m", "service.cli", "grpc", "--no-sessions", "--grpc-port"]
     servers = [start([str(ROOT / "benchmarks" / "bare_grpc.py"), str(echo_port)], echo_port),
-               start(["-m", "service.cli", "grpc", "--no-sessions", "--grpc-port", str(service_port)], service_port)]
+               start([*service, str(service_port)], service_port)]
+    if args.baseline:
+        servers.append(start([*service, str(baseline_port)], baseline_port, args.baseline.resolve()))
     try:
         check_flow(service_port, games[0])
         for r in range(args.rounds):
             for name, (method, sequences) in targets.items():
-                port = echo_port if name == "echo" else service_port
+                port = ports[name]
                 rounds[name].append(load(port, args.seconds, args.clients, method, sequences))
-                if h2load and name != "apply":
+                if f"h2load_{name}" in rounds:
                     rounds[f"h2load_{name}"].append(h2load_load(h2load, port, method, body, args.seconds,
                                                                 args.clients))
             print(f"round {r + 1}/{args.rounds}: " + ", ".join(
@@ -212,11 +226,21 @@ def main() -> None:
     figures["apply_message_bytes_mean"] = round(statistics.mean(game_bytes))
     figures["ratio_apply"] = round(results["apply"]["calls_per_s"] / results["echo"]["calls_per_s"], 3)
     figures["ratio_apply_cold"] = round(results["apply_cold"]["calls_per_s"] / results["echo"]["calls_per_s"], 3)
+    if args.baseline:
+        for name in ("apply", "apply_cold"):
+            figures[f"ratio_{name}_baseline"] = round(
+                results[f"{name}_baseline"]["calls_per_s"] / results["echo"]["calls_per_s"], 3)
+        print(f"baseline {args.baseline}: apply/echo {figures['ratio_apply_baseline']} (games), "
+              f"{figures['ratio_apply_cold_baseline']} (cold)")
     figures["load_generator"] = "python asyncio client" + (" and h2load" if h2load else "")
     if h2load:
         figures["h2load_ratio_apply_cold"] = round(
             results["h2load_apply_cold"]["calls_per_s"] / results["h2load_echo"]["calls_per_s"], 3)
         print(f"h2load: ratio apply_cold/echo {figures['h2load_ratio_apply_cold']}")
+        if args.baseline:
+            figures["h2load_ratio_apply_cold_baseline"] = round(
+                results["h2load_apply_cold_baseline"]["calls_per_s"] / results["h2load_echo"]["calls_per_s"], 3)
+            print(f"h2load: baseline ratio apply_cold/echo {figures['h2load_ratio_apply_cold_baseline']}")
     print(f"echo message {len(raw)} bytes; game requests {figures['apply_message_bytes_mean']} bytes on average")
     print(f"ratio apply/echo {figures['ratio_apply']} (games), {figures['ratio_apply_cold']} (cold)")
     print(json.dumps(figures))
