@@ -1,14 +1,20 @@
-"""Bot strength: win rates of four-player games, with 95 % confidence intervals.
+"""Bot strength: win rates over duplicate deals of four-player games, with 95 % intervals.
 
-    python benchmarks/bots.py [--games 2000] [--simulations 200] [--workers 2]
+    python benchmarks/bots.py [--games 120] [--workers 2] [--only a_vs_b[,c_vs_d]]
 
-Each pairing plays ``--games`` games (half of them in each edition, 2022 and 1980, on
-their default rules): one bot of the first kind against three of the second, the lone
-bot's seat rotating over the four seats. Every bot sees only its seat's view (the
-service's ``engine.bots.choose``). A game won jointly counts as a share. Intervals
-are Wilson score intervals; parity in a four-player game is 25 %. Then ISMCTS
-iterations per second, on one core, from the opening position of each edition. The
-last line printed is one JSON object with every figure.
+A pairing ``a_vs_b`` puts one bot ``a`` against three ``b``. It plays ``--games`` deals
+(alternately 2022 and 1980, on their default rules), and each deal four times, with the
+lone bot in each seat in turn: the same cards, the same reshuffles, so the luck of the
+deal cancels. A game won jointly counts as a share; parity is 25 %.
+
+The interval is over deals (each deal's mean over its four seatings is one sample), the
+unit that is independent: a normal interval around the mean of the deal means. Every
+bot sees only its seat's view (the service's ``engine.bots.choose``), except ``oracle``
+(benchmarks/oracle.py), which sees the whole state: its edge over parity is the
+ceiling, and the share of it that ISMCTS closes is printed.
+
+Then ISMCTS iterations per second on one core, from the opening position of each edition
+at 200 iterations a move. The last line printed is one JSON object with every figure.
 """
 
 from __future__ import annotations
@@ -16,58 +22,91 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import statistics
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine import apply, new_game, view_doc
-from engine.bots import choose, parse_bot, players_to_act
+from benchmarks.oracle import oracle_action
+from engine import Action, GameState, apply, new_game, view_doc
+from engine.bots import DEFAULT_SIMULATIONS, choose, parse_bot, players_to_act
+from engine.state import PLAYING
 
 PLAYERS = ["p0", "p1", "p2", "p3"]
 EDITIONS = ("2022", "1980")
+RATE_SIMULATIONS = 200  # iterations a move when measuring ISMCTS iterations per second
+
+# The players a pairing may name: bot settings as the service takes them, or the oracle.
+PLAYERS_BY_NAME: dict[str, dict[str, Any]] = {
+    "random": {"kind": "random"},
+    "heuristic": {"kind": "heuristic"},
+    "ismcts": {"kind": "ismcts"},  # its default settings
+    "oracle": {"oracle": DEFAULT_SIMULATIONS},  # ISMCTS' default budget, the whole state seen
+    "ismcts_50": {"kind": "ismcts", "simulations": 50},
+    "ismcts_200": {"kind": "ismcts", "simulations": 200},
+    "ismcts_1000": {"kind": "ismcts", "simulations": 1000},
+    "ismcts_250ms": {"kind": "ismcts", "budget_ms": 250},
+    "easy": {"level": "easy"},
+    "medium": {"level": "medium"},
+    "hard": {"level": "hard"},
+}
+PAIRINGS = ["heuristic_vs_random", "ismcts_vs_heuristic", "ismcts_vs_random", "ismcts_vs_ismcts",
+            "oracle_vs_heuristic",
+            "ismcts_50_vs_heuristic", "ismcts_200_vs_heuristic", "ismcts_1000_vs_heuristic",
+            "ismcts_250ms_vs_heuristic",
+            "medium_vs_easy", "hard_vs_medium", "hard_vs_easy", "easy_vs_heuristic", "hard_vs_heuristic"]
+
+Player = Callable[[GameState, str], Action]
 
 
-def play(game: int, lone: dict[str, Any], others: dict[str, Any]) -> float:
-    """One game: the lone bot's share of the win (seat and edition from ``game``)."""
-    seat = game % 4
-    edition = EDITIONS[(game // 4) % 2]
-    bots = [parse_bot({**(lone if i == seat else others), "seed": game * 4 + i}) for i in range(4)]
-    state, _ = new_game({"edition": edition}, PLAYERS, seed=game)
-    while state.status == "playing":
+def player(spec: dict[str, Any], seed: int) -> Player:
+    """How one seat plays: the oracle from the state, every bot from its seat's view."""
+    if "oracle" in spec:
+        simulations = spec["oracle"]
+        return lambda state, actor: oracle_action(state, actor, simulations, seed)
+    settings = parse_bot({**spec, "seed": seed})
+    return lambda state, actor: choose(view_doc(state, actor), settings).action
+
+
+def play(deal: int, seat: int, lone: dict[str, Any], others: dict[str, Any]) -> float:
+    """One game of a deal, the lone bot in ``seat``: its share of the win. A seat's seed
+    is the deal's, its seat's and its role's, so that a bot against copies of itself
+    plays a game of its own."""
+    seats = [player(lone if i == seat else others, deal * 8 + i * 2 + (i == seat)) for i in range(4)]
+    state, _ = new_game({"edition": EDITIONS[deal % 2]}, PLAYERS, seed=deal)
+    while state.status == PLAYING:
         actor = players_to_act(state)[0]
-        state, _ = apply(state, choose(view_doc(state, actor), bots[PLAYERS.index(actor)]).action)
+        state, _ = apply(state, seats[PLAYERS.index(actor)](state, actor))
     winners = [state.players[i].id for i in state.winners]
     return 1 / len(winners) if PLAYERS[seat] in winners else 0.0
 
 
-def wilson(wins: float, n: int, z: float = 1.96) -> tuple[float, float]:
-    """The Wilson score interval of a proportion."""
-    p = wins / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return centre - half, centre + half
+def _deals(args: tuple[range, dict[str, Any], dict[str, Any]]) -> list[float]:
+    deals, lone, others = args
+    return [sum(play(deal, seat, lone, others) for seat in range(4)) / 4 for deal in deals]
 
 
-def _chunk(args: tuple[range, dict[str, Any], dict[str, Any]]) -> float:
-    games, lone, others = args
-    return sum(play(g, lone, others) for g in games)
+def interval(scores: list[float], z: float = 1.96) -> tuple[float, float, float]:
+    """The mean of the deals' scores and its normal 95 % interval."""
+    mean = statistics.fmean(scores)
+    half = z * statistics.stdev(scores) / math.sqrt(len(scores)) if len(scores) > 1 else math.inf
+    return mean, max(0.0, mean - half), min(1.0, mean + half)
 
 
-def pairing(pool: ProcessPoolExecutor, workers: int, games: int, lone: dict[str, Any],
+def pairing(pool: ProcessPoolExecutor, workers: int, deals: int, lone: dict[str, Any],
             others: dict[str, Any]) -> tuple[float, float, float]:
-    """(win rate, CI low, CI high) of ``lone`` against three ``others``."""
-    step = max(1, games // (workers * 8))
-    chunks = [(range(i, min(i + step, games)), lone, others) for i in range(0, games, step)]
-    wins = sum(pool.map(_chunk, chunks))
-    low, high = wilson(wins, games)
-    return wins / games, low, high
+    """(win rate, CI low, CI high) of ``lone`` against three ``others`` over ``deals``."""
+    step = max(1, deals // (workers * 8))
+    chunks = [(range(i, min(i + step, deals)), lone, others) for i in range(0, deals, step)]
+    return interval([score for chunk in pool.map(_deals, chunks) for score in chunk])
 
 
-def iterations_per_second(simulations: int) -> float:
+def iterations_per_second() -> float:
     """ISMCTS iterations per second from the opening position: each edition's best of
     three searches, and the slower edition's figure."""
     rates = []
@@ -77,38 +116,52 @@ def iterations_per_second(simulations: int) -> float:
         best = 0.0
         for attempt in range(3):
             started = time.perf_counter()
-            found = choose(view, parse_bot({"kind": "ismcts", "simulations": simulations, "seed": attempt}))
+            found = choose(view, parse_bot({"kind": "ismcts", "simulations": RATE_SIMULATIONS, "seed": attempt}))
             best = max(best, found.stats["iterations"] / (time.perf_counter() - started))
         rates.append(best)
     return min(rates)
 
 
+def _pairings(only: str | None) -> list[tuple[str, str]]:
+    names = PAIRINGS if only is None else [name.strip() for name in only.split(",") if name.strip()]
+    sides = []
+    for name in names:
+        a, sep, b = name.partition("_vs_")
+        if not sep or a not in PLAYERS_BY_NAME or b not in PLAYERS_BY_NAME:
+            raise SystemExit(f"unknown pairing {name!r}: a_vs_b of {', '.join(PLAYERS_BY_NAME)}")
+        sides.append((a, b))
+    return sides
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--games", type=int, default=2000, help="games per pairing (default 2000)")
-    parser.add_argument("--simulations", type=int, default=200, help="ISMCTS iterations per move (default 200)")
+    parser.add_argument("--games", type=int, default=120, help="deals per pairing, each played 4 times (default 120)")
     parser.add_argument("--workers", type=int, default=2, help="processes playing games (default 2)")
+    parser.add_argument("--only", help="the pairings to play, a_vs_b[,c_vs_d] (default: all)")
     args = parser.parse_args()
-    ismcts = {"kind": "ismcts", "simulations": args.simulations}
-    pairings = [("heuristic", {"kind": "heuristic"}, "random", {"kind": "random"}),
-                ("ismcts", ismcts, "heuristic", {"kind": "heuristic"}),
-                ("ismcts", ismcts, "random", {"kind": "random"})]
-    figures: dict[str, Any] = {"games_per_pairing": args.games, "ismcts_simulations": args.simulations}
-    print(f"{args.games} four-player games per pairing, half 2022 and half 1980; "
-          f"ISMCTS at {args.simulations} iterations a move", flush=True)
-    print(f"{'pairing':<28}{'win rate':>10}{'95 % CI':>20}{'seconds':>10}", flush=True)
+    sides = _pairings(args.only)
+    figures: dict[str, Any] = {"deals_per_pairing": args.games, "games_per_pairing": 4 * args.games,
+                               "ismcts_default_simulations": DEFAULT_SIMULATIONS}
+    print(f"{args.games} deals per pairing, each played with the lone bot in every seat "
+          f"({4 * args.games} games), alternately 2022 and 1980", flush=True)
+    print(f"{'pairing':<34}{'win rate':>10}{'95 % CI':>20}{'seconds':>10}", flush=True)
     with ProcessPoolExecutor(args.workers) as pool:
-        for a, lone, b, others in pairings:
+        for a, b in sides:
             started = time.perf_counter()
-            rate, low, high = pairing(pool, args.workers, args.games, lone, others)
+            rate, low, high = pairing(pool, args.workers, args.games, PLAYERS_BY_NAME[a], PLAYERS_BY_NAME[b])
             name = f"{a}_vs_{b}"
             figures |= {f"winrate_{name}": round(rate, 4), f"ci_low_{name}": round(low, 4),
                         f"ci_high_{name}": round(high, 4)}
-            print(f"{a + ' vs 3 ' + b:<28}{rate:>10.1%}{f'{low:.1%} – {high:.1%}':>20}"
+            print(f"{a + ' vs 3 ' + b:<34}{rate:>10.1%}{f'{low:.1%} – {high:.1%}':>20}"
                   f"{time.perf_counter() - started:>10.0f}", flush=True)
-    figures["ismcts_iterations_per_s"] = round(iterations_per_second(args.simulations))
-    print(f"ISMCTS iterations per second (one core, opening position, slower edition): "
-          f"{figures['ismcts_iterations_per_s']}")
+    ceiling, reached = figures.get("winrate_oracle_vs_heuristic"), figures.get("winrate_ismcts_vs_heuristic")
+    if ceiling is not None and reached is not None and ceiling > 0.25:
+        figures["ismcts_share_of_oracle_edge"] = round((reached - 0.25) / (ceiling - 0.25), 3)
+        print(f"ISMCTS closes {figures['ismcts_share_of_oracle_edge']:.0%} of the oracle's edge over parity "
+              f"against three heuristic players")
+    figures["ismcts_iterations_per_s"] = round(iterations_per_second())
+    print(f"ISMCTS iterations per second (one core, opening position, {RATE_SIMULATIONS} a move, "
+          f"slower edition): {figures['ismcts_iterations_per_s']}")
     print(json.dumps(figures))
 
 

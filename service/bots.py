@@ -57,12 +57,14 @@ class Bots:
         except InvalidInputError as exc:
             raise from_engine(exc) from None
         limits = self.limits
+        level = f"the level {settings.level!r} plays " if settings.level else ""
+        where = f"{field}.level" if settings.level else None
         if settings.simulations is not None and settings.simulations > limits.max_simulations:
-            raise ServiceError("invalid_request", f"at most {limits.max_simulations} simulations on this service",
-                               field=f"{field}.simulations")
+            raise ServiceError("invalid_request", f"{level}{settings.simulations} simulations a move: at most "
+                               f"{limits.max_simulations} on this service", field=where or f"{field}.simulations")
         if settings.budget_ms is not None and settings.budget_ms > limits.max_budget_ms:
-            raise ServiceError("invalid_request", f"a budget of at most {limits.max_budget_ms} ms on this service",
-                               field=f"{field}.budget_ms")
+            raise ServiceError("invalid_request", f"{level}{settings.budget_ms} ms a move: at most "
+                               f"{limits.max_budget_ms} ms on this service", field=where or f"{field}.budget_ms")
         return settings
 
     def choose(self, view: engine.ViewDoc, settings: BotSettings) -> Suggestion:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 
+import msgspec
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -176,3 +177,56 @@ def test_the_bots_under_test_cover_every_kind():
 
     kinds = set(typing.get_args(typing.get_type_hints(BotSettings)["kind"]))
     assert {bot["kind"] for bot in BOTS} == kinds
+
+
+@pytest.mark.rules("R-TURN-1")
+@pytest.mark.parametrize("config", sorted(CONFIGS))
+def test_every_level_chooses_a_legal_action(config):
+    from engine.bots import LEVELS
+
+    checked = 0
+    for i, state in enumerate(positions(config, players=2 + (len(config) % 5), games=2, seed=2)):
+        if i % 6:
+            continue  # hard searches: a sample of the positions
+        for actor in players_to_act(state):
+            for level in LEVELS:
+                found = choose(view_doc(state, actor), parse_bot({"level": level, "seed": i}))
+                assert found.action in legal_actions(state) and found.action.player == actor
+                assert found.bot.level == level
+                checked += 1
+    assert checked > 6
+
+
+def test_a_level_is_its_preset_and_is_read_back():
+    from engine.bots import LEVELS, bot_to_dict
+
+    for level, preset in LEVELS.items():
+        resolved = parse_bot({"level": level, "seed": 4})
+        assert resolved == msgspec.structs.replace(preset, seed=4)
+        assert parse_bot(bot_to_dict(resolved)) == resolved  # an answer's settings sent back
+        assert isinstance(parse_bot({"level": level}).seed, int)
+    for doc, field in [({"level": "expert"}, "bot.level"), ({"level": "hard", "simulations": 5}, "bot"),
+                       ({"kind": "ismcts", "level": "hard", "simulations": 5}, "bot.level"),
+                       ({"kind": "random", "level": "hard"}, "bot.level")]:
+        with pytest.raises(InvalidInputError) as caught:
+            parse_bot(doc)
+        assert (caught.value.path or "").startswith(field), (doc, caught.value.path)
+
+
+@pytest.mark.parametrize("bot", [*BOTS, {"level": "hard"}], ids=lambda b: "-".join(map(str, b.values())))
+def test_a_suggestion_estimates_exactly_the_legal_actions(bot):
+    from engine.actions import format_action
+
+    state, _ = new_game({"edition": "2022"}, ["a", "b", "c", "d"], seed=8)
+    actor = state.players[state.current].id
+    found = choose(view_doc(state, actor), parse_bot({**bot, "seed": 1}))
+    legal = [format_action(a) for a in legal_actions(state) if a.player == actor]
+    estimates = found.stats["actions"]
+    assert [e["action"] for e in estimates] == legal
+    searched = found.bot.kind == "ismcts"
+    for e in estimates:
+        assert e["visits"] >= 0 and (e["win_rate"] is None or 0 <= e["win_rate"] <= 1)
+        assert (e["win_rate"] is not None) == (searched and e["visits"] > 0)
+    if searched:  # the chosen action is the most visited, and the visits add up to the root's
+        assert max(estimates, key=lambda e: e["visits"])["action"] == format_action(found.action)
+        assert sum(e["visits"] for e in estimates) == found.stats["iterations"]

@@ -14,14 +14,15 @@ import requests
 from msgspec import structs
 
 from engine import decode_state, encode_state, legal_actions, new_game, parse_action
-from engine.bots import players_to_act
+from engine.actions import format_action
+from engine.bots import bot_to_dict, players_to_act
 from service.grpc_api import convert
 from service.grpc_api.gen import ono99_pb2 as pb
 from service.grpc_api.gen import ono99_pb2_grpc as pb_grpc
 from service.signing import StateSigner
 from tests.conftest import SECRET, SERVICE_KEY, start_grpc, start_http
 
-BOT_LIMITS = {"ONO99_BOT_MAX_SIMULATIONS": "400", "ONO99_BOT_MAX_BUDGET_MS": "1000",
+BOT_LIMITS = {"ONO99_BOT_MAX_SIMULATIONS": "1000", "ONO99_BOT_MAX_BUDGET_MS": "1000",
               "ONO99_SUGGESTS_PER_SECOND": "0", "ONO99_ACTIONS_PER_SECOND": "0"}
 
 
@@ -99,13 +100,13 @@ def test_bot_settings_past_the_services_bounds_are_refused(servers):
     http, _, channel = servers
     state, _ = new_game({"edition": "2022"}, ["a", "b"], seed=1)
     actor = players_to_act(state)[0]
-    for bot, field in [({"kind": "ismcts", "simulations": 401}, "bot.simulations"),
+    for bot, field in [({"kind": "ismcts", "simulations": 1001}, "bot.simulations"),
                        ({"kind": "ismcts", "budget_ms": 1001}, "bot.budget_ms"),
                        ({"kind": "genius"}, "bot.kind")]:
         answer = requests.post(f"{http.url}/v1/games/suggest", json={**signed(state), "player": actor, "bot": bot},
                                timeout=10)
         assert answer.status_code == 400 and answer.json()["field"] == field, answer.text
-    msg = pb.SuggestRequest(player=actor, bot=pb.Bot(kind="ismcts", simulations=401))
+    msg = pb.SuggestRequest(player=actor, bot=pb.Bot(kind="ismcts", simulations=1001))
     convert.fill_state(msg.state.state, state)
     msg.state.signature = StateSigner(SECRET).sign(_canonical(state))
     with pytest.raises(grpc.RpcError) as caught:
@@ -381,3 +382,88 @@ def test_bots_wait_for_a_persons_owed_draw_and_every_event_keeps_its_version(ser
         me = next(p for p in view["players"] if p["id"] == "me")
         assert me["status"] != "active" or me["hand_count"] == 4  # no card lost to the bot
     assert turns >= 1
+
+
+def _grpc_suggest(channel, state, actor, bot):
+    msg = pb.SuggestRequest(player=actor, bot=bot)
+    convert.fill_state(msg.state.state, state)
+    msg.state.signature = StateSigner(SECRET).sign(_canonical(state))
+    return pb_grpc.GameServiceStub(channel).Suggest(msg, timeout=30)
+
+
+def test_every_level_plays_and_explains_its_choice_over_http_and_grpc(servers):
+    from engine.bots import LEVELS
+
+    http, _, channel = servers
+    state, _ = new_game({"edition": "2022"}, ["a", "b", "c"], seed=6)
+    actor = players_to_act(state)[0]
+    legal = [format_action(a) for a in legal_actions(state) if a.player == actor]
+    for level, preset in LEVELS.items():
+        answer = requests.post(f"{http.url}/v1/games/suggest",
+                               json={**signed(state), "player": actor, "bot": {"level": level, "seed": 3}}, timeout=30)
+        assert answer.status_code == 200, answer.text
+        body = answer.json()
+        assert body["bot"] == {**bot_to_dict(preset), "seed": 3}  # the preset's kind and budget, named
+        assert [e["action"] for e in body["stats"]["actions"]] == legal
+        assert body["action"] in legal
+        reply = _grpc_suggest(channel, state, actor, pb.Bot(level=level, seed=3))
+        assert convert.bot_doc(reply.bot) == body["bot"]
+        assert [convert.action_doc(e.action) for e in reply.actions] == legal
+        assert convert.action_doc(reply.action) == body["action"]  # the same seed, the same choice
+        searched = [e for e in reply.actions if e.HasField("win_rate")]
+        assert [(e.visits, round(e.win_rate, 4)) for e in searched] == [
+            (e["visits"], e["win_rate"]) for e in body["stats"]["actions"] if e["win_rate"] is not None]
+        assert bool(searched) == (preset.kind == "ismcts")
+
+
+def test_a_level_seats_a_bot_and_takes_a_seat_over(servers):
+    http, _, channel = servers
+    made = requests.post(f"{http.url}/v1/sessions", json={
+        "rules": {"edition": "1980"}, "players": ["me", {"id": "cpu", "bot": {"level": "medium"}}]}, timeout=30)
+    assert made.status_code == 201, made.text
+    sid, token = made.json()["session_id"], made.json()["seats"]["me"]
+    handed = requests.put(f"{http.url}/v1/sessions/{sid}/seats/me/bot", json={"bot": {"level": "easy"}},
+                          headers=auth(token), timeout=30)
+    assert handed.status_code == 200, handed.text
+    sessions = pb_grpc.SessionServiceStub(channel)
+    back = sessions.SetSeatBot(pb.SetSeatBotRequest(session_id=sid, player="me", bot=pb.Bot(level="hard")),
+                               metadata=[("authorization", f"Bearer {token}")], timeout=30)
+    assert back.version >= handed.json()["version"]
+    refused = requests.post(f"{http.url}/v1/sessions", json={
+        "rules": {"edition": "1980"}, "players": ["me", {"id": "cpu", "bot": {"level": "expert"}}]}, timeout=30)
+    assert refused.status_code == 400 and refused.json()["field"] == "players[1].bot.level", refused.text
+
+
+def test_a_level_past_the_services_bounds_is_refused_naming_the_level():
+    from service.bots import BotLimits, Bots
+    from service.errors import ServiceError
+
+    with pytest.raises(ServiceError) as caught:
+        Bots(BotLimits(max_simulations=400, max_budget_ms=1000)).settings({"level": "hard"})
+    assert caught.value.extra["field"] == "bot.level"
+    assert "the level 'hard' plays" in caught.value.detail and "at most 400" in caught.value.detail
+
+
+def test_the_oracle_cannot_be_named_through_any_endpoint(servers):
+    """The oracle (benchmarks/oracle.py) sees the whole state: no bot object names it, and
+    nothing the service imports reaches it."""
+    import pathlib
+    import re
+
+    http, _, channel = servers
+    state, _ = new_game({"edition": "2022"}, ["a", "b"], seed=2)
+    actor = players_to_act(state)[0]
+    for bot in ({"kind": "oracle"}, {"oracle": 300}, {"level": "oracle"}):
+        answer = requests.post(f"{http.url}/v1/games/suggest", json={**signed(state), "player": actor, "bot": bot},
+                               timeout=10)
+        assert answer.status_code == 400, answer.text
+        made = requests.post(f"{http.url}/v1/sessions", json={
+            "rules": {"edition": "2022"}, "players": ["me", {"id": "cpu", "bot": bot}]}, timeout=10)
+        assert made.status_code == 400, made.text
+    for bot in (pb.Bot(kind="oracle"), pb.Bot(level="oracle")):
+        with pytest.raises(grpc.RpcError) as caught:
+            _grpc_suggest(channel, state, actor, bot)
+        assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    root = pathlib.Path(__file__).resolve().parent.parent
+    for source in [*root.glob("engine/**/*.py"), *root.glob("service/**/*.py")]:
+        assert not re.search(r"^\s*(from|import)\s+benchmarks", source.read_text(), re.M), source

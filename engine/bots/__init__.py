@@ -9,8 +9,14 @@ The kinds:
 - ``ismcts``: Information Set Monte Carlo Tree Search (:mod:`engine.bots.ismcts`),
   for ``simulations`` iterations or ``budget_ms`` milliseconds.
 
+A bot may also be asked for by ``level`` (``easy``, ``medium``, ``hard``): each is a
+preset of kind and budget (:data:`LEVELS`), ordered by measured strength
+(docs/BOTS.md), so that a game app picks a level, not an algorithm.
+
 Every kind takes an owed draw first. With the same view, settings and ``seed``, and
-``simulations`` rather than a time budget, the choice is always the same.
+``simulations`` rather than a time budget, the choice is always the same. A suggestion's
+``stats["actions"]`` holds every legal action of the seat, each with what the search
+estimated of it (its win chance and visits; none for a kind that does not search).
 """
 
 from __future__ import annotations
@@ -28,12 +34,13 @@ from ..shuffle import random_seed
 from ..state import DRAW, PLAYING, Action, GameState
 from ..view import ViewDoc
 from .heuristic import cautious_action, heuristic_action
-from .ismcts import heuristic_policy, random_policy, search
+from .ismcts import estimate, heuristic_policy, random_policy, search
 from .seat import Seat, owed_draw
 
 BotKind = Literal["random", "heuristic", "ismcts"]
 KINDS: tuple[str, ...] = get_args(BotKind)
-DEFAULT_SIMULATIONS = 300  # ismcts iterations when neither simulations nor budget_ms is given
+Level = Literal["easy", "medium", "hard"]
+DEFAULT_SIMULATIONS = 1000  # ismcts iterations when neither simulations nor budget_ms is given
 MAX_SIMULATIONS = 100_000  # the engine's own bounds; a service narrows them
 MAX_BUDGET_MS = 60_000
 SEED_MIN, SEED_MAX = -(2**63), 2**63 - 1
@@ -42,14 +49,31 @@ SEED_MIN, SEED_MAX = -(2**63), 2**63 - 1
 class BotSettings(Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """How a bot plays. ``simulations``, ``budget_ms``, ``uct_c`` and ``rollout`` are
     for ``ismcts`` only; ``seed`` (every kind) None picks one (the resolved settings
-    name it)."""
+    name it). ``level`` names the preset the settings came from, if any."""
 
     kind: BotKind
+    level: Level | None = None
     simulations: Annotated[int, Meta(ge=1, le=MAX_SIMULATIONS)] | None = None
     budget_ms: Annotated[int, Meta(ge=1, le=MAX_BUDGET_MS)] | None = None
     seed: Annotated[int, Meta(ge=SEED_MIN, le=SEED_MAX)] | None = None
     uct_c: Annotated[float, Meta(ge=0, le=10)] = 1.0
     rollout: Literal["random", "heuristic"] = "heuristic"
+
+
+class BotLevel(Struct, frozen=True, forbid_unknown_fields=True):
+    """A bot asked for by level: the preset's kind and budget (:data:`LEVELS`), and a
+    seed as for any bot."""
+
+    level: Level
+    seed: Annotated[int, Meta(ge=SEED_MIN, le=SEED_MAX)] | None = None
+
+
+# Each level's kind and budget, weakest first (benchmarks/bots.py measures the order).
+LEVELS: dict[Level, BotSettings] = {
+    "easy": BotSettings("random", "easy"),
+    "medium": BotSettings("heuristic", "medium"),
+    "hard": BotSettings("ismcts", "hard", simulations=DEFAULT_SIMULATIONS),
+}
 
 
 class Suggestion(Struct, frozen=True):
@@ -61,10 +85,18 @@ class Suggestion(Struct, frozen=True):
 
 
 def parse_bot(doc: Any, root: str = "bot") -> BotSettings:
-    """Bot settings from plain objects, resolved: a seed always, and for ``ismcts``
-    ``simulations`` (DEFAULT_SIMULATIONS) unless ``budget_ms`` is given. Raises
-    InvalidInputError naming the field."""
+    """Bot settings from plain objects (a bot's settings, or a level), resolved: a seed
+    always, and for ``ismcts`` ``simulations`` (DEFAULT_SIMULATIONS) unless ``budget_ms``
+    is given. Raises InvalidInputError naming the field."""
+    if isinstance(doc, dict) and "level" in doc and "kind" not in doc:
+        asked = convert(doc, BotLevel, root)
+        return msgspec.structs.replace(LEVELS[asked.level], seed=random_seed() if asked.seed is None else asked.seed)
     settings = convert(doc, BotSettings, root)
+    if settings.level is not None:  # resolved settings sent back: they must be the level's
+        if msgspec.structs.replace(settings, seed=None) != LEVELS[settings.level]:
+            raise InvalidInputError("a level is its preset's kind and budget: give the level alone "
+                                    "(and a seed, if any)", f"{root}.level")
+        return settings if settings.seed is not None else msgspec.structs.replace(settings, seed=random_seed())
     if settings.kind != "ismcts":
         given = doc if isinstance(doc, dict) else {}
         for name in ("simulations", "budget_ms", "uct_c", "rollout"):
@@ -132,6 +164,7 @@ def choose(view: ViewDoc, settings: BotSettings, limit_ms: int | None = None) ->
     else:
         assert_never(settings.kind)  # a kind of BotKind with no branch here
     stats.setdefault("iterations", 0)
+    stats.setdefault("actions", [estimate(a) for a in actions])
     stats["elapsed_ms"] = round((time.monotonic() - started) * 1000, 2)
     return Suggestion(action, settings, stats)
 

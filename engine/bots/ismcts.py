@@ -27,12 +27,25 @@ import math
 import random
 import time
 from collections.abc import Callable
+from typing import Any, Protocol
 
+from ..actions import format_action
 from ..game import apply, legal_actions
 from ..scoring import mode
 from ..state import DRAW, OVER, Action, GameState
 from .heuristic import heuristic_action
-from .seat import Seat
+
+class Knowledge(Protocol):
+    """What a search knows of the game (a :class:`~engine.bots.seat.Seat`): the full
+    states it could be in, and the searching seat's moves, the same in each."""
+
+    me: int
+    seat_of: dict[str, int]
+
+    def deal(self, rng: random.Random) -> GameState: ...
+
+    def actions(self) -> list[Action]: ...
+
 
 Policy = Callable[[GameState, list[Action], random.Random], Action]
 # A rollout's length at most: a four-player game is about 45 plies, a round shorter; a
@@ -82,9 +95,10 @@ def _result(state: GameState, start_round: int) -> list[float]:
     return result
 
 
-def search(seat: Seat, rng: random.Random, simulations: int | None, budget_ms: int | None,
-           uct_c: float, rollout: Policy) -> tuple[Action, dict[str, float | int]]:
-    """The most visited move of the root after the iterations; and stats."""
+def search(seat: Knowledge, rng: random.Random, simulations: int | None, budget_ms: int | None,
+           uct_c: float, rollout: Policy) -> tuple[Action, dict[str, Any]]:
+    """The most visited move of the root after the iterations; and stats, ``actions``
+    among them: each of the seat's moves with its visits and the share of them won."""
     started = time.monotonic()
     deadline = None if budget_ms is None else started + budget_ms / 1000
     root = _Node(seat.me)
@@ -95,16 +109,29 @@ def search(seat: Seat, rng: random.Random, simulations: int | None, budget_ms: i
     own = seat.actions()
     best = max(own, key=lambda a: (root.children[a].visits if a in root.children else -1))
     chosen = root.children.get(best)
-    stats: dict[str, float | int] = {
+    stats: dict[str, Any] = {
         "iterations": iterations,
         "elapsed_ms": round((time.monotonic() - started) * 1000, 2),
         "visits": chosen.visits if chosen else 0,
-        "win_rate": round(chosen.wins / chosen.visits, 4) if chosen and chosen.visits else 0.0,
+        "win_rate": _win_rate(chosen) or 0.0,
+        "actions": [estimate(a, root.children.get(a)) for a in own],
     }
     return best, stats
 
 
-def _iterate(seat: Seat, root: _Node, rng: random.Random, uct_c: float, rollout: Policy) -> None:
+def _win_rate(node: _Node | None) -> float | None:
+    return round(node.wins / node.visits, 4) if node is not None and node.visits else None
+
+
+def estimate(action: Action, node: _Node | None = None) -> dict[str, Any]:
+    """One entry of a suggestion's ``stats["actions"]``: the action, how often the
+    search played it from the root and the share of those games it won (None: never
+    played, or a kind that does not search)."""
+    return {"action": format_action(action), "visits": node.visits if node is not None else 0,
+            "win_rate": _win_rate(node)}
+
+
+def _iterate(seat: Knowledge, root: _Node, rng: random.Random, uct_c: float, rollout: Policy) -> None:
     state, actions = _settle(seat.deal(rng))
     node = root
     path = [root]

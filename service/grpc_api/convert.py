@@ -156,12 +156,13 @@ def add_events(field: Any, events: list[dict[str, Any]]) -> None:
 
 # --- bots ------------------------------------------------------------------------------------
 
-_BOT_FIELDS = ("simulations", "budget_ms", "seed", "uct_c", "rollout")
+_BOT_FIELDS = ("simulations", "budget_ms", "seed", "uct_c", "rollout", "level")
 
 
 def bot_doc(msg: pb.Bot) -> dict[str, Any]:
-    """A bot's JSON object from a Bot message (its unset fields left out)."""
-    doc: dict[str, Any] = {"kind": msg.kind}
+    """A bot's JSON object from a Bot message (its unset fields left out, and an empty
+    kind beside a level)."""
+    doc: dict[str, Any] = {} if msg.kind == "" and msg.HasField("level") else {"kind": msg.kind}
     for name in _BOT_FIELDS:
         if msg.HasField(name):
             doc[name] = getattr(msg, name)
@@ -177,8 +178,11 @@ def suggestion_message(found: Any) -> pb.SuggestResponse:
     """The answer of a Suggest call from an engine Suggestion."""
     from engine.bots import bot_to_dict
 
-    return pb.SuggestResponse(action=action_message(found.action), bot=bot_message(bot_to_dict(found.bot)),
-                              stats={k: float(v) for k, v in found.stats.items()})
+    return pb.SuggestResponse(
+        action=action_message(found.action), bot=bot_message(bot_to_dict(found.bot)),
+        stats={k: float(v) for k, v in found.stats.items() if k != "actions"},
+        actions=[pb.ActionEstimate(action=action_message(parse_action(e["action"])), visits=e["visits"],
+                                   win_rate=e["win_rate"]) for e in found.stats["actions"]])
 
 
 # --- states and views ------------------------------------------------------------------

@@ -16,7 +16,7 @@ from marshmallow import fields, validate
 
 import engine
 from engine.actions import ActionDoc
-from engine.bots import BotSettings
+from engine.bots import BotLevel, BotSettings
 from engine.bounds import MAX_DECK_SIZE, MAX_PLAYERS, MIN_PLAYERS
 from engine.cards import CARD_CODES
 from engine.codec import StateDoc
@@ -44,10 +44,13 @@ def engine_components() -> dict[str, Any]:
     the bodies msgspec decodes (TYPED_BODIES), and ``Event``: one schema per event kind
     (engine.events, and the session's own), as a ``oneOf`` discriminated by ``type``."""
     _, components = msgspec.json.schema_components(
-        [StateDoc, ViewDoc, SessionViewDoc, ActionDoc, BotSettings, *TYPED_BODIES],
+        [StateDoc, ViewDoc, SessionViewDoc, ActionDoc, BotSettings, BotLevel, *TYPED_BODIES],
         ref_template="#/components/schemas/{name}")
     for body in TYPED_BODIES:
         components[component_name(body)] = {k: v for k, v in components.pop(body.__name__).items() if k != "title"}
+    components["Bot"] = {"anyOf": [{"$ref": "#/components/schemas/BotSettings"},
+                                   {"$ref": "#/components/schemas/BotLevel"}],
+                         "description": "a bot's kind and settings, or a level (docs/BOTS.md)"}
     components["Rules"] = {**rules_json_schema(), "examples": RULES_EXAMPLES}
     components["GameRecord"] = {k: v for k, v in RECORD_SCHEMA.items() if k != "$schema"}
     version = {"version": {"type": "integer", "minimum": 1, "description": "session events: the version that "
@@ -170,13 +173,13 @@ class SeatField(fields.Field):  # type: ignore[type-arg]
 
 
 def _bot_property() -> dict[str, Any]:
-    return {"bot": _ref("BotSettings")}
+    return {"bot": _ref("Bot")}
 
 
 def BotField(**kwargs: Any) -> fields.Dict:
     """A bot's settings, as sent: the application layer checks them against the
     service's bounds (``invalid_request`` naming the field)."""
-    return fields.Dict(metadata={**_ref("BotSettings"), "description": "the bot and how it plays"}, **kwargs)
+    return fields.Dict(metadata={**_ref("Bot"), "description": "the bot and how it plays"}, **kwargs)
 
 
 class NewSessionSchema(NewGameSchema):
@@ -257,8 +260,18 @@ class SuggestionSchema(ma.Schema):
     action = fields.Dict(required=True, metadata=_ref("ActionDoc"))
     bot = fields.Dict(required=True, metadata={**_ref("BotSettings"),
                                                "description": "the settings played with, seed included"})
-    stats = fields.Dict(required=True, metadata={"description": "iterations, elapsed_ms; for ismcts "
-                                                                "visits and win_rate of the chosen action"})
+    stats = fields.Dict(required=True, metadata={
+        "description": "iterations, elapsed_ms; for ismcts visits and win_rate of the chosen action, and cut; "
+                       "actions: every legal action of the seat with the search's estimate of it",
+        "properties": {"iterations": {"type": "integer", "minimum": 0}, "elapsed_ms": {"type": "number"},
+                       "actions": {"type": "array", "items": {
+                           "type": "object", "required": ["action", "visits", "win_rate"],
+                           "additionalProperties": False,
+                           "properties": {"action": {"$ref": "#/components/schemas/ActionDoc"},
+                                          "visits": {"type": "integer", "minimum": 0},
+                                          "win_rate": {"anyOf": [{"type": "number", "minimum": 0, "maximum": 1},
+                                                                 {"type": "null"}]}}}}},
+        "required": ["iterations", "elapsed_ms", "actions"]})
 
 
 class VersionSchema(ma.Schema):

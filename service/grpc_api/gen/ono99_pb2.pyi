@@ -413,20 +413,32 @@ class ViewResponse(_message.Message):
     def __init__(self, view: _Optional[_Union[View, _Mapping]] = ...) -> None: ...
 
 class Bot(_message.Message):
-    __slots__ = ("kind", "simulations", "budget_ms", "seed", "uct_c", "rollout")
+    __slots__ = ("kind", "simulations", "budget_ms", "seed", "uct_c", "rollout", "level")
     KIND_FIELD_NUMBER: _ClassVar[int]
     SIMULATIONS_FIELD_NUMBER: _ClassVar[int]
     BUDGET_MS_FIELD_NUMBER: _ClassVar[int]
     SEED_FIELD_NUMBER: _ClassVar[int]
     UCT_C_FIELD_NUMBER: _ClassVar[int]
     ROLLOUT_FIELD_NUMBER: _ClassVar[int]
+    LEVEL_FIELD_NUMBER: _ClassVar[int]
     kind: str
     simulations: int
     budget_ms: int
     seed: int
     uct_c: float
     rollout: str
-    def __init__(self, kind: _Optional[str] = ..., simulations: _Optional[int] = ..., budget_ms: _Optional[int] = ..., seed: _Optional[int] = ..., uct_c: _Optional[float] = ..., rollout: _Optional[str] = ...) -> None: ...
+    level: str
+    def __init__(self, kind: _Optional[str] = ..., simulations: _Optional[int] = ..., budget_ms: _Optional[int] = ..., seed: _Optional[int] = ..., uct_c: _Optional[float] = ..., rollout: _Optional[str] = ..., level: _Optional[str] = ...) -> None: ...
+
+class ActionEstimate(_message.Message):
+    __slots__ = ("action", "visits", "win_rate")
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    VISITS_FIELD_NUMBER: _ClassVar[int]
+    WIN_RATE_FIELD_NUMBER: _ClassVar[int]
+    action: Action
+    visits: int
+    win_rate: float
+    def __init__(self, action: _Optional[_Union[Action, _Mapping]] = ..., visits: _Optional[int] = ..., win_rate: _Optional[float] = ...) -> None: ...
 
 class SuggestRequest(_message.Message):
     __slots__ = ("state", "player", "bot")
@@ -439,7 +451,7 @@ class SuggestRequest(_message.Message):
     def __init__(self, state: _Optional[_Union[SignedState, _Mapping]] = ..., player: _Optional[str] = ..., bot: _Optional[_Union[Bot, _Mapping]] = ...) -> None: ...
 
 class SuggestResponse(_message.Message):
-    __slots__ = ("action", "bot", "stats")
+    __slots__ = ("action", "bot", "stats", "actions")
     class StatsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -450,10 +462,12 @@ class SuggestResponse(_message.Message):
     ACTION_FIELD_NUMBER: _ClassVar[int]
     BOT_FIELD_NUMBER: _ClassVar[int]
     STATS_FIELD_NUMBER: _ClassVar[int]
+    ACTIONS_FIELD_NUMBER: _ClassVar[int]
     action: Action
     bot: Bot
     stats: _containers.ScalarMap[str, float]
-    def __init__(self, action: _Optional[_Union[Action, _Mapping]] = ..., bot: _Optional[_Union[Bot, _Mapping]] = ..., stats: _Optional[_Mapping[str, float]] = ...) -> None: ...
+    actions: _containers.RepeatedCompositeFieldContainer[ActionEstimate]
+    def __init__(self, action: _Optional[_Union[Action, _Mapping]] = ..., bot: _Optional[_Union[Bot, _Mapping]] = ..., stats: _Optional[_Mapping[str, float]] = ..., actions: _Optional[_Iterable[_Union[ActionEstimate, _Mapping]]] = ...) -> None: ...
 
 class CreateSessionRequest(_message.Message):
     __slots__ = ("game", "bots", "turn_seconds", "on_timeout", "timeouts_to_bot", "timeout_bot", "ttl_seconds", "fair", "seed_seconds")

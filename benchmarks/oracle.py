@@ -1,0 +1,37 @@
+"""The oracle: Monte Carlo Tree Search that sees the whole state (every hand, the draw
+pile and the seed of the reshuffles to come), at the same budget and with the same
+rollouts as ISMCTS.
+
+No honest bot can see what it sees, so its win rate is the ceiling that the bots'
+benchmark holds them against. It lives here, beside the benchmarks, and nowhere the
+service imports: no endpoint can name it (tests/test_bots_service.py checks).
+"""
+
+from __future__ import annotations
+
+import random
+
+from engine import Action, GameState, legal_actions
+from engine.bots.ismcts import heuristic_policy, search
+
+
+class Omniscient:
+    """Stands where ISMCTS takes a seat's knowledge: every "determinization" it deals is
+    the true state."""
+
+    def __init__(self, state: GameState, player: str) -> None:
+        self.state = state
+        self.seat_of = {p.id: i for i, p in enumerate(state.players)}
+        self.me = self.seat_of[player]
+        self.player = player
+
+    def deal(self, rng: random.Random) -> GameState:
+        return self.state
+
+    def actions(self) -> list[Action]:
+        return [a for a in legal_actions(self.state) if a.player == self.player]
+
+
+def oracle_action(state: GameState, player: str, simulations: int, seed: int) -> Action:
+    """The oracle's move for ``player``: the most visited after ``simulations`` iterations."""
+    return search(Omniscient(state, player), random.Random(seed), simulations, None, 1.0, heuristic_policy)[0]
