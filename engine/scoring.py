@@ -226,6 +226,10 @@ def _lowest(t: Table, seats: list[int]) -> list[int]:
     return [i for i in seats if t.players[i].score == low]
 
 
+# A player's fields a new round deals or resets; new_round keeps every other one.
+ROUND_RESETS = frozenset({"hand", "status", "busted"})
+
+
 def new_round(t: Table) -> None:
     """R-ROUND: gather and shuffle every card, deal to everyone still in the game,
     reset total and direction; the next seat after the last round's starter starts."""
@@ -241,11 +245,11 @@ def new_round(t: Table) -> None:
             pos += 1
     t.draw_pile = order[pos:]
     t.discard_pile = ()
-    for i, p in enumerate(t.players):
+    for i, p in enumerate(t.players):  # what a round resets (ROUND_RESETS); the rest is kept
         if p.status == OUT:
-            t.players[i] = Player(p.id, (), OUT, p.tokens, p.score, False)
+            t.players[i] = structs.replace(p, hand=(), busted=False)
         else:
-            t.players[i] = Player(p.id, tuple(hands[i]), ACTIVE, p.tokens, p.score, False)
+            t.players[i] = structs.replace(p, hand=tuple(hands[i]), status=ACTIVE, busted=False)
     n = len(t.players)
     starter = t.round_starter
     for _ in range(n):

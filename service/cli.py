@@ -246,7 +246,7 @@ def _embedded_redis(args: argparse.Namespace, settings: Settings, children: Chil
     server = start_embedded(Path(args.redis_data) if args.redis_data else None)
     settings.redis_url = server.connection_url
     children.watch("embedded Redis server", getattr(server, "_process", None))
-    if args.redis_data and not os.environ.get("ONO99_REDIS_WAIT_AOF"):
+    if args.redis_data and not os.environ.get(env_name("redis_wait_aof")):
         # The embedded server fsyncs every write (appendfsync always): acknowledge an
         # action only once its append-only file holds it.
         settings.redis_wait_aof = True

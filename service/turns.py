@@ -93,9 +93,9 @@ class Forced:
 
 
 def costly(bot: BotSettings) -> bool:
-    """Whether a bot's move is CPU work worth a lane of its own (a search), not a rule
-    of thumb answered at once."""
-    return bot.kind == "ismcts"
+    """Whether a bot's move is CPU work worth a lane of its own (a search, which resolved
+    settings give a budget), not a rule of thumb answered at once."""
+    return bot.simulations is not None or bot.budget_ms is not None
 
 
 class Turns:

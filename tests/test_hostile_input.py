@@ -341,6 +341,8 @@ def test_grpc_state_signature_with_extra_characters_is_refused(servers):
             games.LegalActions(pb.LegalActionsRequest(state=sent), timeout=5)
         assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT, signature
         assert _info(refused.value)["reason"] == "signature_invalid"
+        assert _info(refused.value)["field"] == "state.signature"  # the gRPC request's own field
+        assert refused.value.details().startswith("state.signature does not match")
 
 
 # --- (g) reads of events renew the session's time to live ------------------------------------------

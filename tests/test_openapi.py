@@ -143,3 +143,45 @@ def test_a_generated_client_plays_a_whole_game(client_package, throwaway_redis):
         assert requests.get(f"{http.url}/healthz", timeout=5).status_code == 200
     finally:
         http.stop()
+
+
+def _api_rows(header: str | None = None) -> list[list[str]]:
+    """The table rows of docs/API.md as their cells: every table's, or only the rows of
+    the table whose header row is ``header``."""
+    page = (Path(__file__).resolve().parent.parent / "docs" / "API.md").read_text()
+    rows, inside = [], header is None
+    for line in page.splitlines():
+        if header is not None and line.strip() == header:
+            inside = True
+        elif inside and line.startswith("| ") and line.strip() != header:
+            rows.append([cell.strip() for cell in line.strip().strip("|").split("|")])
+        elif header is not None and not line.startswith("|"):
+            inside = False
+    return rows
+
+
+def test_docs_api_lists_every_http_operation(spec):
+    """An endpoint added without its row in docs/API.md fails here (the endpoint recipe
+    of docs/DEVELOPING.md)."""
+    listed = {re.sub(r"\{[^}]+\}", "{}", cell.split("`")[1].split("?")[0]) for row in _api_rows()
+              for cell in row[:1] if re.match(r"`(GET|POST|PUT|DELETE|PATCH) /", cell)}
+    served = {f"{method.upper()} {re.sub(r'{[^}]+}', '{}', path)}" for method, path, _ in _operations(spec)}
+    infrastructure = {"GET /healthz", "GET /readyz", "GET /openapi.json", "GET /docs", "GET /metrics"}
+    missing = sorted(served - listed - infrastructure)
+    assert not missing, f"docs/API.md has no row for {missing}"
+
+
+def test_docs_api_lists_every_grpc_method():
+    """An rpc added without its row in docs/API.md's gRPC table fails here; and every
+    row names a method the proto has."""
+    from service.grpc_api.gen import ono99_pb2 as pb
+
+    listed: set[str] = set()
+    service = ""
+    for row in _api_rows("| service | method | does |"):
+        if row[1].startswith("`"):
+            service = row[0].strip("`") or service
+            listed |= {f"{service}.{name.strip('` ')}" for name in row[1].split(",")}
+    proto = {f"{s.name}.{m.name}" for s in pb.DESCRIPTOR.services_by_name.values() for m in s.methods}
+    assert proto <= listed, f"docs/API.md's gRPC table lacks {sorted(proto - listed)}"
+    assert listed <= proto, f"docs/API.md's gRPC table names {sorted(listed - proto)}, which the proto lacks"

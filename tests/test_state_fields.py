@@ -76,9 +76,10 @@ def samples() -> dict[str, GameState]:
             if state.status != "playing":
                 break
             state, _ = apply(state, rng.choice(legal_actions(state)))
-    for state in _rare_states():
-        for name in ("turn.swapped", "turn.ono99_played"):  # False in every new game
-            if name not in found and _value(state, name):
+    for state in _rare_states():  # what random play seldom reaches (turn.swapped, turn.ono99_played)
+        for name in FIELDS:
+            fresh = new_game(rules_to_dict(state.rules), [p.id for p in state.players], seed=state.seed)[0]
+            if name not in found and _differs(state, fresh, name):
                 found[name] = state
     # A game's rules and seed stay what it was dealt with: every option off its preset,
     # and a text seed.
@@ -90,6 +91,30 @@ def samples() -> dict[str, GameState]:
 def test_every_field_has_a_state_that_sets_it(samples):
     missing = [name for name in FIELDS if name not in samples]
     assert not missing, f"no state reached sets {missing}: extend RULES or _rare_states"
+
+
+@pytest.mark.rules("R-ROUND")
+def test_a_new_round_keeps_every_player_field_it_does_not_reset():
+    """A player's field that a round does not reset (ROUND_RESETS) goes on into the next
+    round: a new field is kept unless it is named there."""
+    from engine.scoring import ROUND_RESETS, new_round
+
+    state = puzzle("1980", hands={"ann": ["2", "3", "4", "5"], "bob": ["6", "7", "8", "9"]}, scoring="points")
+    state = msgspec.structs.replace(state, players=tuple(
+        msgspec.structs.replace(p, **{f: _changed(getattr(p, f)) for f in Player.__struct_fields__
+                                      if f not in ROUND_RESETS and f not in ("id", "status")})
+        for p in state.players))
+    t = Table(state)
+    new_round(t)
+    for before, after in zip(state.players, t.players, strict=True):
+        for f in Player.__struct_fields__:
+            if f not in ROUND_RESETS:
+                assert getattr(after, f) == getattr(before, f), f
+
+
+def _changed(value: object) -> object:
+    """A value of the same type off its default."""
+    return value + 7 if isinstance(value, int) and not isinstance(value, bool) else not value
 
 
 @pytest.mark.parametrize("name", FIELDS)

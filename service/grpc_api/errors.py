@@ -12,7 +12,7 @@ from grpc_status import rpc_status
 from ..errors import ERRORS, ServiceError
 
 # The application names fields canonically; these are gRPC's names for them.
-FIELD_NAMES = {"after": "after_version"}
+FIELD_NAMES = {"after": "after_version", "state_signature": "state.signature"}
 
 
 def to_status(error: ServiceError) -> grpc.Status:
