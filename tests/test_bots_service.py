@@ -419,7 +419,7 @@ def test_every_level_plays_and_explains_its_choice_over_http_and_grpc(servers):
 def test_a_level_seats_a_bot_and_takes_a_seat_over(servers):
     http, _, channel = servers
     made = requests.post(f"{http.url}/v1/sessions", json={
-        "rules": {"edition": "1980"}, "players": ["me", {"id": "cpu", "bot": {"level": "medium"}}]}, timeout=30)
+        "rules": {"edition": "1980"}, "players": ["me", "you", {"id": "cpu", "bot": {"level": "medium"}}]}, timeout=30)
     assert made.status_code == 201, made.text
     sid, token = made.json()["session_id"], made.json()["seats"]["me"]
     handed = requests.put(f"{http.url}/v1/sessions/{sid}/seats/me/bot", json={"bot": {"level": "easy"}},
