@@ -11,9 +11,8 @@ Each iteration:
    in place of its parent's visits; the tree's nodes are sequences of public moves,
    shared by every determinization.
 3. *Expand*: add one child for an untried available action, and play it.
-4. *Roll out*: play the game on with ``rollout`` (the heuristic, with a random move a
-   quarter of the time, or uniformly random) until it ends, or for points and tokens
-   scoring until the round ends.
+4. *Roll out*: play the game on with ``rollout`` (the heuristic or uniformly random)
+   until it ends, or for points and tokens scoring until the round ends.
 5. *Back-propagate*: every move on the path is credited with the result for the
    player who made it: 1 for a win (shared among joint winners), 0 for a loss; at a
    round's end, 1 shared among the players best placed (fewest points, most tokens).
@@ -54,7 +53,6 @@ Policy = Callable[[GameState, list[Action], random.Random], Action]
 # house deck that never lets anyone bust would otherwise make one endless. A rollout
 # cut short counts as a round that ended there.
 MAX_PLIES = 200
-EPSILON = 0.25  # the share of a heuristic rollout's moves played at random
 
 
 class _Node:
@@ -73,11 +71,6 @@ def random_policy(state: GameState, actions: list[Action], rng: random.Random) -
 
 
 def heuristic_policy(state: GameState, actions: list[Action], rng: random.Random) -> Action:
-    """The heuristic's move, but a random one in EPSILON of the moves: the others are not
-    known to play the heuristic, and a search that takes them for it misreads those who
-    do not (against random players it won markedly more with the random share)."""
-    if rng.random() < EPSILON:
-        return actions[rng.randrange(len(actions))]
     return heuristic_action(state, actions)
 
 
