@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.oracle import oracle_action
 from engine import Action, GameState, apply, new_game, view_doc
-from engine.bots import DEFAULT_SIMULATIONS, choose, parse_bot, players_to_act
+from engine.bots import DEFAULT_BUDGET_MS, choose, parse_bot, players_to_act
 from engine.state import PLAYING
 
 PLAYERS = ["p0", "p1", "p2", "p3"]
@@ -47,12 +47,11 @@ RATE_SIMULATIONS = 200  # iterations a move when measuring ISMCTS iterations per
 PLAYERS_BY_NAME: dict[str, dict[str, Any]] = {
     "random": {"kind": "random"},
     "heuristic": {"kind": "heuristic"},
-    "ismcts": {"kind": "ismcts"},  # its default settings
-    "oracle": {"oracle": DEFAULT_SIMULATIONS},  # ISMCTS' default budget, the whole state seen
+    "ismcts": {"kind": "ismcts"},  # its default settings: DEFAULT_BUDGET_MS a move
+    "oracle": {"oracle": DEFAULT_BUDGET_MS},  # ISMCTS' default time a move, the whole state seen
     "ismcts_50": {"kind": "ismcts", "simulations": 50},
     "ismcts_200": {"kind": "ismcts", "simulations": 200},
     "ismcts_1000": {"kind": "ismcts", "simulations": 1000},
-    "ismcts_250ms": {"kind": "ismcts", "budget_ms": 250},
     "easy": {"level": "easy"},
     "medium": {"level": "medium"},
     "hard": {"level": "hard"},
@@ -60,7 +59,6 @@ PLAYERS_BY_NAME: dict[str, dict[str, Any]] = {
 PAIRINGS = ["heuristic_vs_random", "ismcts_vs_heuristic", "ismcts_vs_random", "ismcts_vs_ismcts",
             "oracle_vs_heuristic",
             "ismcts_50_vs_heuristic", "ismcts_200_vs_heuristic", "ismcts_1000_vs_heuristic",
-            "ismcts_250ms_vs_heuristic",
             "medium_vs_easy", "hard_vs_medium", "hard_vs_easy"]
 
 Player = Callable[[GameState, str], Action]
@@ -78,8 +76,8 @@ def same_play(spec: dict[str, Any]) -> str:
 def player(spec: dict[str, Any], seed: int) -> Player:
     """How one seat plays: the oracle from the state, every bot from its seat's view."""
     if "oracle" in spec:
-        simulations = spec["oracle"]
-        return lambda state, actor: oracle_action(state, actor, simulations, seed)
+        budget_ms = spec["oracle"]
+        return lambda state, actor: oracle_action(state, actor, budget_ms, seed)
     settings = parse_bot({**spec, "seed": seed})
     return lambda state, actor: choose(view_doc(state, actor), settings).action
 
@@ -156,7 +154,7 @@ def main() -> None:
     args = parser.parse_args()
     sides = _pairings(args.only)
     figures: dict[str, Any] = {"deals_per_pairing": args.games, "games_per_pairing": 4 * args.games,
-                               "first_deal": args.first_deal, "ismcts_default_simulations": DEFAULT_SIMULATIONS}
+                               "first_deal": args.first_deal, "ismcts_default_budget_ms": DEFAULT_BUDGET_MS}
     print(f"{args.games} deals per pairing, each played with the lone bot in every seat "
           f"({4 * args.games} games), alternately 2022 and 1980", flush=True)
     print(f"{'pairing':<34}{'win rate':>10}{'95 % CI':>20}{'seconds':>10}", flush=True)

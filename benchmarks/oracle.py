@@ -32,6 +32,6 @@ class Omniscient:
         return [a for a in legal_actions(self.state) if a.player == self.player]
 
 
-def oracle_action(state: GameState, player: str, simulations: int, seed: int) -> Action:
-    """The oracle's move for ``player``: the most visited after ``simulations`` iterations."""
-    return search(Omniscient(state, player), random.Random(seed), simulations, None, 1.0, heuristic_policy)[0]
+def oracle_action(state: GameState, player: str, budget_ms: int, seed: int) -> Action:
+    """The oracle's move for ``player``: the most visited after ``budget_ms`` of search."""
+    return search(Omniscient(state, player), random.Random(seed), None, budget_ms, 1.0, heuristic_policy)[0]

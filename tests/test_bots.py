@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from engine import GameState, IllegalActionError, InvalidInputError, apply, legal_actions, new_game, view_doc
-from engine.bots import DEFAULT_SIMULATIONS, cautious, choose, parse_bot, players_to_act
+from engine.bots import DEFAULT_BUDGET_MS, cautious, choose, parse_bot, players_to_act
 from engine.bots.heuristic import heuristic_action
 from tests.conftest import puzzle
 from tests.test_random_play import CONFIGS
@@ -103,9 +103,9 @@ def test_a_seed_and_a_number_of_simulations_give_the_same_choice():
 
 def test_settings_are_resolved_and_checked():
     resolved = parse_bot({"kind": "ismcts"})
-    assert resolved.simulations == DEFAULT_SIMULATIONS and resolved.budget_ms is None
+    assert resolved.budget_ms == DEFAULT_BUDGET_MS and resolved.simulations is None
     assert isinstance(resolved.seed, int)
-    assert parse_bot({"kind": "ismcts", "budget_ms": 50}).simulations is None
+    assert parse_bot({"kind": "ismcts", "simulations": 50}).budget_ms is None
     for doc, field in [({"kind": "smart"}, "bot.kind"), ({}, "bot"),
                        ({"kind": "random", "simulations": 5}, "bot.simulations"),
                        ({"kind": "ismcts", "simulations": 5, "budget_ms": 5}, "bot.budget_ms"),
@@ -186,8 +186,8 @@ def test_every_level_chooses_a_legal_action(config):
 
     checked = 0
     for i, state in enumerate(positions(config, players=2 + (len(config) % 5), games=2, seed=2)):
-        if i % 6:
-            continue  # hard searches: a sample of the positions
+        if i % 15:
+            continue  # hard searches for a quarter of a second: a sample of the positions
         for actor in players_to_act(state):
             for level in LEVELS:
                 found = choose(view_doc(state, actor), parse_bot({"level": level, "seed": i}))

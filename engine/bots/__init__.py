@@ -40,7 +40,7 @@ from .seat import Seat, owed_draw
 BotKind = Literal["random", "heuristic", "ismcts"]
 KINDS: tuple[str, ...] = get_args(BotKind)
 Level = Literal["easy", "medium", "hard"]
-DEFAULT_SIMULATIONS = 1000  # ismcts iterations when neither simulations nor budget_ms is given
+DEFAULT_BUDGET_MS = 240  # an ismcts move's time when neither simulations nor budget_ms is given
 MAX_SIMULATIONS = 100_000  # the engine's own bounds; a service narrows them
 MAX_BUDGET_MS = 60_000
 SEED_MIN, SEED_MAX = -(2**63), 2**63 - 1
@@ -72,7 +72,7 @@ class BotLevel(Struct, frozen=True, forbid_unknown_fields=True):
 LEVELS: dict[Level, BotSettings] = {
     "easy": BotSettings("random", "easy"),
     "medium": BotSettings("heuristic", "medium"),
-    "hard": BotSettings("ismcts", "hard", simulations=DEFAULT_SIMULATIONS),
+    "hard": BotSettings("ismcts", "hard", budget_ms=DEFAULT_BUDGET_MS),
 }
 
 
@@ -86,7 +86,7 @@ class Suggestion(Struct, frozen=True):
 
 def parse_bot(doc: Any, root: str = "bot") -> BotSettings:
     """Bot settings from plain objects (a bot's settings, or a level), resolved: a seed
-    always, and for ``ismcts`` ``simulations`` (DEFAULT_SIMULATIONS) unless ``budget_ms``
+    always, and for ``ismcts`` ``budget_ms`` (DEFAULT_BUDGET_MS) unless ``simulations``
     is given. Raises InvalidInputError naming the field."""
     if isinstance(doc, dict) and "level" in doc and "kind" not in doc:
         asked = convert(doc, BotLevel, root)
@@ -105,7 +105,7 @@ def parse_bot(doc: Any, root: str = "bot") -> BotSettings:
     elif settings.simulations is not None and settings.budget_ms is not None:
         raise InvalidInputError("give simulations or budget_ms, not both", f"{root}.budget_ms")
     elif settings.simulations is None and settings.budget_ms is None:
-        settings = msgspec.structs.replace(settings, simulations=DEFAULT_SIMULATIONS)
+        settings = msgspec.structs.replace(settings, budget_ms=DEFAULT_BUDGET_MS)
     if settings.seed is None:
         settings = msgspec.structs.replace(settings, seed=random_seed())
     return settings
@@ -169,6 +169,6 @@ def choose(view: ViewDoc, settings: BotSettings, limit_ms: int | None = None) ->
     return Suggestion(action, settings, stats)
 
 
-__all__ = ["DEFAULT_SIMULATIONS", "KINDS", "BotSettings", "Suggestion", "bot_to_dict", "cautious", "choose",
+__all__ = ["DEFAULT_BUDGET_MS", "KINDS", "BotSettings", "Suggestion", "bot_to_dict", "cautious", "choose",
            "parse_bot",
            "players_to_act"]
