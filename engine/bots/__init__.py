@@ -44,6 +44,7 @@ DEFAULT_BUDGET_MS = 240  # an ismcts move's time when neither simulations nor bu
 MAX_SIMULATIONS = 100_000  # the engine's own bounds; a service narrows them
 MAX_BUDGET_MS = 60_000
 SEED_MIN, SEED_MAX = -(2**63), 2**63 - 1
+BotSeed = Annotated[int, Meta(ge=SEED_MIN, le=SEED_MAX)]
 
 
 class BotSettings(Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
@@ -55,7 +56,7 @@ class BotSettings(Struct, frozen=True, forbid_unknown_fields=True, omit_defaults
     level: Level | None = None
     simulations: Annotated[int, Meta(ge=1, le=MAX_SIMULATIONS)] | None = None
     budget_ms: Annotated[int, Meta(ge=1, le=MAX_BUDGET_MS)] | None = None
-    seed: Annotated[int, Meta(ge=SEED_MIN, le=SEED_MAX)] | None = None
+    seed: BotSeed | None = None
     uct_c: Annotated[float, Meta(ge=0, le=10)] = 1.0
     rollout: Literal["random", "heuristic"] = "heuristic"
 
@@ -65,14 +66,14 @@ class BotLevel(Struct, frozen=True, forbid_unknown_fields=True):
     seed as for any bot."""
 
     level: Level
-    seed: Annotated[int, Meta(ge=SEED_MIN, le=SEED_MAX)] | None = None
+    seed: BotSeed | None = None
 
 
 # Each level's kind and budget, weakest first (benchmarks/bots.py measures the order).
 LEVELS: dict[Level, BotSettings] = {
-    "easy": BotSettings("random", "easy"),
-    "medium": BotSettings("heuristic", "medium"),
-    "hard": BotSettings("ismcts", "hard", budget_ms=DEFAULT_BUDGET_MS),
+    "easy": BotSettings(kind="random", level="easy"),
+    "medium": BotSettings(kind="heuristic", level="medium"),
+    "hard": BotSettings(kind="ismcts", level="hard", budget_ms=DEFAULT_BUDGET_MS),
 }
 
 
@@ -90,13 +91,13 @@ def parse_bot(doc: Any, root: str = "bot") -> BotSettings:
     is given. Raises InvalidInputError naming the field."""
     if isinstance(doc, dict) and "level" in doc and "kind" not in doc:
         asked = convert(doc, BotLevel, root)
-        return msgspec.structs.replace(LEVELS[asked.level], seed=random_seed() if asked.seed is None else asked.seed)
-    settings = convert(doc, BotSettings, root)
-    if settings.level is not None:  # resolved settings sent back: they must be the level's
-        if msgspec.structs.replace(settings, seed=None) != LEVELS[settings.level]:
-            raise InvalidInputError("a level is its preset's kind and budget: give the level alone "
-                                    "(and a seed, if any)", f"{root}.level")
-        return settings if settings.seed is not None else msgspec.structs.replace(settings, seed=random_seed())
+        settings = msgspec.structs.replace(LEVELS[asked.level], seed=asked.seed)
+    else:
+        settings = convert(doc, BotSettings, root)
+    if settings.level is not None and msgspec.structs.replace(settings, seed=None) != LEVELS[settings.level]:
+        # resolved settings sent back must be their level's
+        raise InvalidInputError("a level is its preset's kind and budget: give the level alone "
+                                "(and a seed, if any)", f"{root}.level")
     if settings.kind != "ismcts":
         given = doc if isinstance(doc, dict) else {}
         for name in ("simulations", "budget_ms", "uct_c", "rollout"):
