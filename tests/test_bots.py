@@ -221,7 +221,7 @@ def test_a_suggestion_estimates_exactly_the_legal_actions(bot):
     actor = state.players[state.current].id
     found = choose(view_doc(state, actor), parse_bot({**bot, "seed": 1}))
     legal = [format_action(a) for a in legal_actions(state) if a.player == actor]
-    estimates = found.stats["actions"]
+    estimates = msgspec.to_builtins(found.stats["actions"])
     assert [e["action"] for e in estimates] == legal
     searched = found.bot.kind == "ismcts"
     for e in estimates:

@@ -33,8 +33,9 @@ from ..game import legal_actions
 from ..shuffle import random_seed
 from ..state import DRAW, PLAYING, Action, GameState
 from ..view import ViewDoc
+from .estimate import estimate
 from .heuristic import cautious_action, heuristic_action
-from .ismcts import estimate, heuristic_policy, random_policy, search
+from .ismcts import heuristic_policy, random_policy, search
 from .seat import Seat, owed_draw
 
 BotKind = Literal["random", "heuristic", "ismcts"]

@@ -29,10 +29,10 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from ..actions import format_action
 from ..game import apply, legal_actions
 from ..scoring import mode
 from ..state import DRAW, OVER, Action, GameState
+from .estimate import Estimate, estimate
 from .heuristic import heuristic_action
 
 
@@ -115,7 +115,7 @@ def search(seat: Knowledge, rng: random.Random, simulations: int | None, budget_
         "elapsed_ms": round((time.monotonic() - started) * 1000, 2),
         "visits": chosen.visits if chosen else 0,
         "win_rate": _win_rate(chosen) or 0.0,
-        "actions": [estimate(a, root.children.get(a)) for a in own],
+        "actions": [_estimate(a, root.children.get(a)) for a in own],
     }
     return best, stats
 
@@ -124,12 +124,9 @@ def _win_rate(node: _Node | None) -> float | None:
     return round(node.wins / node.visits, 4) if node is not None and node.visits else None
 
 
-def estimate(action: Action, node: _Node | None = None) -> dict[str, Any]:
-    """One entry of a suggestion's ``stats["actions"]``: the action, how often the
-    search played it from the root and the share of those games it won (None: never
-    played, or a kind that does not search)."""
-    return {"action": format_action(action), "visits": node.visits if node is not None else 0,
-            "win_rate": _win_rate(node)}
+def _estimate(action: Action, node: _Node | None) -> Estimate:
+    """What the search estimated of ``action`` (``node``: its child of the root, if tried)."""
+    return estimate(action, node.visits if node is not None else 0, _win_rate(node))
 
 
 def _iterate(seat: Knowledge, root: _Node, rng: random.Random, uct_c: float, rollout: Policy) -> None:

@@ -181,8 +181,8 @@ def suggestion_message(found: Any) -> pb.SuggestResponse:
     return pb.SuggestResponse(
         action=action_message(found.action), bot=bot_message(bot_to_dict(found.bot)),
         stats={k: float(v) for k, v in found.stats.items() if k != "actions"},
-        actions=[pb.ActionEstimate(action=action_message(parse_action(e["action"])), visits=e["visits"],
-                                   win_rate=e["win_rate"]) for e in found.stats["actions"]])
+        actions=[pb.ActionEstimate(action=action_message(e.action), visits=e.visits, win_rate=e.win_rate)
+                 for e in found.stats["actions"]])
 
 
 # --- states and views ------------------------------------------------------------------

@@ -17,6 +17,7 @@ from marshmallow import fields, validate
 import engine
 from engine.actions import ActionDoc
 from engine.bots import BotLevel, BotSettings
+from engine.bots.estimate import Estimate
 from engine.bounds import MAX_DECK_SIZE, MAX_PLAYERS, MIN_PLAYERS
 from engine.cards import CARD_CODES
 from engine.codec import StateDoc
@@ -44,7 +45,7 @@ def engine_components() -> dict[str, Any]:
     the bodies msgspec decodes (TYPED_BODIES), and ``Event``: one schema per event kind
     (engine.events, and the session's own), as a ``oneOf`` discriminated by ``type``."""
     _, components = msgspec.json.schema_components(
-        [StateDoc, ViewDoc, SessionViewDoc, ActionDoc, BotSettings, BotLevel, *TYPED_BODIES],
+        [StateDoc, ViewDoc, SessionViewDoc, ActionDoc, BotSettings, BotLevel, Estimate, *TYPED_BODIES],
         ref_template="#/components/schemas/{name}")
     for body in TYPED_BODIES:
         components[component_name(body)] = {k: v for k, v in components.pop(body.__name__).items() if k != "title"}
@@ -264,13 +265,7 @@ class SuggestionSchema(ma.Schema):
         "description": "iterations, elapsed_ms; for ismcts visits and win_rate of the chosen action, and cut; "
                        "actions: every legal action of the seat with the search's estimate of it",
         "properties": {"iterations": {"type": "integer", "minimum": 0}, "elapsed_ms": {"type": "number"},
-                       "actions": {"type": "array", "items": {
-                           "type": "object", "required": ["action", "visits", "win_rate"],
-                           "additionalProperties": False,
-                           "properties": {"action": {"$ref": "#/components/schemas/ActionDoc"},
-                                          "visits": {"type": "integer", "minimum": 0},
-                                          "win_rate": {"anyOf": [{"type": "number", "minimum": 0, "maximum": 1},
-                                                                 {"type": "null"}]}}}}},
+                       "actions": {"type": "array", "items": {"$ref": "#/components/schemas/Estimate"}}},
         "required": ["iterations", "elapsed_ms", "actions"]})
 
 
