@@ -195,8 +195,8 @@ def main() -> None:
         targets.update(apply_baseline=targets["apply"], apply_cold_baseline=targets["apply_cold"])
         ports.update(apply_baseline=baseline_port, apply_cold_baseline=baseline_port)
     rounds: dict[str, list[dict[str, float]]] = {name: [] for name in targets}
-    if h2load:
-        rounds.update({f"h2load_{name}": [] for name in targets if name != "apply" and name != "apply_baseline"})
+    if h2load:  # it sends one fixed request: the targets that have one, not the games
+        rounds.update({f"h2load_{name}": [] for name, (_, sequences) in targets.items() if sequences == [[raw]]})
     service = ["-m", "service.cli", "grpc", "--no-sessions", "--grpc-port"]
     servers = [start([str(ROOT / "benchmarks" / "bare_grpc.py"), str(echo_port)], echo_port),
                start([*service, str(service_port)], service_port)]
