@@ -430,7 +430,7 @@ def test_a_level_seats_a_bot_and_takes_a_seat_over(servers):
     sessions = pb_grpc.SessionServiceStub(channel)
     back = sessions.SetSeatBot(pb.SetSeatBotRequest(session_id=sid, player="me", bot=pb.Bot(level="hard")),
                                metadata=[("authorization", f"Bearer {token}")], timeout=30)
-    assert back.version >= handed.json()["version"]
+    assert back.version > handed.json()["version"]  # other settings: a hand-over of its own
     refused = requests.post(f"{http.url}/v1/sessions", json={
         "rules": {"edition": "1980"}, "players": ["me", {"id": "cpu", "bot": {"level": "expert"}}]}, timeout=30)
     assert refused.status_code == 400 and refused.json()["field"] == "players[1].bot.level", refused.text

@@ -163,8 +163,8 @@ def _api_rows(header: str | None = None) -> list[list[str]]:
 def test_docs_api_lists_every_http_operation(spec):
     """An endpoint added without its row in docs/API.md fails here (the endpoint recipe
     of docs/DEVELOPING.md)."""
-    listed = {re.sub(r"\{[^}]+\}", "{}", cell.split("`")[1].split("?")[0]) for row in _api_rows()
-              for cell in row[:1] if re.match(r"`(GET|POST|PUT|DELETE|PATCH) /", cell)}
+    listed = {re.sub(r"\{[^}]+\}", "{}", row[0].split("`")[1].split("?")[0]) for row in _api_rows()
+              if re.match(r"`(GET|POST|PUT|DELETE|PATCH) /", row[0])}
     served = {f"{method.upper()} {re.sub(r'{[^}]+}', '{}', path)}" for method, path, _ in _operations(spec)}
     infrastructure = {"GET /healthz", "GET /readyz", "GET /openapi.json", "GET /docs", "GET /metrics"}
     missing = sorted(served - listed - infrastructure)
