@@ -77,8 +77,8 @@ def samples() -> dict[str, GameState]:
                 break
             state, _ = apply(state, rng.choice(legal_actions(state)))
     for state in _rare_states():  # what random play seldom reaches (turn.swapped, turn.ono99_played)
+        fresh = new_game(rules_to_dict(state.rules), [p.id for p in state.players], seed=state.seed)[0]
         for name in FIELDS:
-            fresh = new_game(rules_to_dict(state.rules), [p.id for p in state.players], seed=state.seed)[0]
             if name not in found and _differs(state, fresh, name):
                 found[name] = state
     # A game's rules and seed stay what it was dealt with: every option off its preset,
