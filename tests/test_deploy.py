@@ -357,7 +357,10 @@ def test_metrics_add_up_across_two_gunicorn_workers(tmp_path, throwaway_redis):
 
 def test_the_wheel_the_image_installs_holds_every_module_and_asset(tmp_path):
     """deploy/Dockerfile installs the project as a wheel (``pip install .``), not from the
-    checkout: every module of engine/ and service/ and the /docs page's assets must be in it."""
+    checkout: every module of engine/ and service/ and the /docs page's assets must be in it,
+    and the compiled engine's extensions where the checkout has them (the image's build
+    stage compiles the engine first): installed from the wheel alone, that engine runs
+    compiled."""
     built = run(str(BIN / "python"), "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--quiet",
                 "--wheel-dir", str(tmp_path), ".")
     assert built.returncode == 0, built.stdout + built.stderr
@@ -365,7 +368,31 @@ def test_the_wheel_the_image_installs_holds_every_module_and_asset(tmp_path):
     import zipfile
 
     names = set(zipfile.ZipFile(wheel).namelist())
+    extensions = [*ROOT.glob("engine/**/*.so"), *ROOT.glob("engine/**/*.pyd")]
     wanted = {p.relative_to(ROOT).as_posix() for p in [*ROOT.glob("engine/**/*.py"), *ROOT.glob("service/**/*.py"),
-                                                        *ROOT.glob("service/http_api/docs-assets/*")]
+                                                        *ROOT.glob("service/http_api/docs-assets/*"), *extensions]
               if "__pycache__" not in p.parts}
     assert wanted - names == set()
+    installed = tmp_path / "installed"
+    zipfile.ZipFile(wheel).extractall(installed)
+    # -I: the checkout (the working directory) is not on the path; only the wheel's files are.
+    found = subprocess.run([str(BIN / "python"), "-I", "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
+                            "import engine; print(engine.BUILD, engine.__file__)", str(installed)],
+                           capture_output=True, text=True, timeout=60)
+    assert found.returncode == 0, found.stderr
+    build, where = found.stdout.split()
+    assert Path(where).is_relative_to(installed)
+    assert build == ("compiled" if (ROOT / "engine" / "compiled.json").exists() else "interpreted")
+    if (ROOT / "engine" / "compiled.json").exists():
+        assert extensions
+
+
+def test_the_image_compiles_its_engine_as_a_checkout_does():
+    """The image's build stage runs dev.py's own build (the same source, the locked mypy),
+    insists it compiled, and installs the wheel that holds it; the runtime stage copies that."""
+    runs = " && ".join(args for name, args in _dockerfile() if name == "RUN")
+    assert re.search(r"python dev\.py build-engine\s+&& test -f engine/compiled\.json\s+"
+                     r"&& /opt/ono99/bin/pip install .*--no-deps \.", runs), runs
+    assert "engine.BUILD != 'compiled'" in runs
+    copied = {word for name, args in _dockerfile() if name == "COPY" for word in shlex.split(args)}
+    assert {"dev.py", "requirements-test.lock", "engine", "service"} <= copied
