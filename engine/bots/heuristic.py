@@ -46,7 +46,9 @@ def heuristic_action(state: GameState, actions: list[Action]) -> Action:
             return action
         if action.type == PLAY and action.card is not None:
             plays[action.card] = action
-    if all(why_not(state, card) is not None for card in plays):  # R-PTS-1: every card busts
+    # R-PTS-1: the moves list cards that bust only when no card may be played, so the
+    # first card tells whether every one busts.
+    if plays and why_not(state, next(iter(plays))) is not None:
         return plays[max(plays, key=HAND_POINTS.__getitem__)]
     return plays[_card(state, plays)]
 

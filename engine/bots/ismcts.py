@@ -31,9 +31,10 @@ from typing import Any, Protocol
 
 from ..game import apply, legal_actions
 from ..scoring import mode
-from ..state import DRAW, OVER, Action, GameState
+from ..state import OVER, Action, GameState
 from .estimate import Estimate, estimate
 from .heuristic import heuristic_action
+from .seat import owed_draw
 
 
 class Knowledge(Protocol):
@@ -78,10 +79,10 @@ def _settle(state: GameState) -> tuple[GameState, list[Action]]:
     """Take every owed draw; then the moves of the player to act (empty once over)."""
     while True:
         actions = legal_actions(state)
-        draws = [a for a in actions if a.type == DRAW]
-        if not draws:
+        draw = owed_draw(actions) if state.owed_draws else None  # only draw "manual" owes any
+        if draw is None:
             return state, actions
-        state = apply(state, draws[0])[0]
+        state = apply(state, draw)[0]
 
 
 def _result(state: GameState, start_round: int) -> list[float]:
