@@ -1,6 +1,6 @@
 """HTTP latency tails: the service's gevent worker against gunicorn's sync worker (the floor).
 
-    python benchmarks/tails.py [--seconds 5] [--rounds 3] [--connections 8,64] [--workers 2]
+    python benchmarks/tails.py [--seconds 5] [--rounds 3] [--connections 8,64] [--workers 2] [--baseline CHECKOUT]
 
 Both run the service app (``service.wsgi:app``, sessions off) with the service's gunicorn
 settings; only the worker class differs. wrk loads ``GET /healthz`` and a stateless
@@ -13,6 +13,11 @@ between the two servers; each figure is the round with the lowest p99. A last ca
 mixes the two kinds of client on the gevent worker: one kept-alive connection asking
 ``/healthz`` while 32 others open a new connection for every request (its requests/s
 and p99: a worker that waited for an idle loop without bound answered it about once).
+With ``--baseline CHECKOUT`` (another checkout of this repository, a worktree of an
+earlier commit, say), that checkout's service under its own worker is a third server in
+the same rounds (``baseline``): ``ratio_p99_baseline_<target>_<n>`` is its p99 against
+the sync floor's.
+
 The last line is one JSON object: p50 and p99 per worker, target and connection count,
 ``ratio_p99_<target>_<n>`` = gevent p99 / sync p99, and the mixed case's figures.
 """
@@ -67,6 +72,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="rounds per figure, alternating servers")
     parser.add_argument("--connections", default="8,64", help="comma-separated connection counts")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--baseline", type=Path, metavar="CHECKOUT",
+                        help="another checkout whose service is measured in the same rounds")
     args = parser.parse_args()
     wrk = shutil.which("wrk")
     if wrk is None:
@@ -81,6 +88,10 @@ def main() -> None:
     ports = {"gevent": free_port(), "sync": free_port()}
     servers = [gunicorn("service.wsgi:app", ports["gevent"], args.workers, env),
                gunicorn("service.wsgi:app", ports["sync"], args.workers, env, worker_class="sync")]
+    if args.baseline:
+        ports["baseline"] = free_port()
+        servers.append(gunicorn("service.wsgi:app", ports["baseline"], args.workers, env,
+                                root=args.baseline.resolve()))
     figures: dict[str, float] = {}
     try:
         for target, script in TARGETS.items():
@@ -102,6 +113,11 @@ def main() -> None:
                 print(f"{target} at {n} connections: p99 gevent {best['gevent']['p99_ms']} ms, "
                       f"sync {best['sync']['p99_ms']} ms ({ratio}x); req/s {best['gevent']['requests_per_s']:,.0f} "
                       f"and {best['sync']['requests_per_s']:,.0f}", flush=True)
+                if "baseline" in best:
+                    before = figures[f"ratio_p99_baseline_{target}_{n}"] = round(
+                        best["baseline"]["p99_ms"] / best["sync"]["p99_ms"], 2)
+                    print(f"  baseline {args.baseline}: p99 {best['baseline']['p99_ms']} ms ({before}x the sync "
+                          f"floor), req/s {best['baseline']['requests_per_s']:,.0f}", flush=True)
         kept = mixed(wrk, ports["gevent"], args.seconds)
         figures["mixed_kept_alive_requests_per_s"] = kept["requests_per_s"]
         figures["mixed_kept_alive_p99_ms"] = kept["p99_ms"]

@@ -57,3 +57,25 @@ def test_bench_http_falls_back_to_the_python_client(tmp_path):
     assert figures["client"] == "python"
     assert "note: wrk not found (Debian: apt-get install wrk); loading with the Python client instead" in lines
     check_figures(figures)
+
+
+def test_tails_measures_both_workers_and_a_baseline_checkout():
+    """benchmarks/tails.py, one short round: the service's worker, the sync floor and a
+    baseline checkout (this one) each answer every request, and the ratios are theirs."""
+    if shutil.which("wrk") is None:
+        pytest.skip("wrk is not installed (Debian: apt-get install wrk): tails.py needs it")
+    result = subprocess.run([sys.executable, "benchmarks/tails.py", "--seconds", "1", "--rounds", "1",
+                             "--connections", "4", "--workers", "1", "--baseline", str(ROOT)],
+                            cwd=ROOT, capture_output=True, text=True, timeout=240)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    lines = result.stdout.strip().splitlines()
+    assert not any(line.startswith("note:") for line in lines), lines  # no errors on any server
+    figures = json.loads(lines[-1])
+    for target in ("healthz", "apply"):
+        for worker in ("gevent", "sync", "baseline"):
+            assert 0 < figures[f"{worker}_{target}_4_p50_ms"] <= figures[f"{worker}_{target}_4_p99_ms"], figures
+            assert figures[f"{worker}_{target}_4_requests_per_s"] > 0, figures
+        for ratio, worker in ((f"ratio_p99_{target}_4", "gevent"), (f"ratio_p99_baseline_{target}_4", "baseline")):
+            assert figures[ratio] == round(figures[f"{worker}_{target}_4_p99_ms"]
+                                           / figures[f"sync_{target}_4_p99_ms"], 2), figures
+    assert figures["mixed_kept_alive_requests_per_s"] > 0
