@@ -60,6 +60,7 @@ import time  # noqa: E402
 
 import grpc  # noqa: E402
 
+from benchmarks.bench_http import checkout  # noqa: E402
 from engine import apply, legal_actions, new_game  # noqa: E402
 from service.grpc_api import convert  # noqa: E402
 from service.grpc_api.gen import ono99_pb2 as pb  # noqa: E402
@@ -177,6 +178,8 @@ def main() -> None:
     parser.add_argument("--baseline", type=Path, metavar="CHECKOUT",
                         help="another checkout whose server is measured in the same rounds")
     args = parser.parse_args()
+    if args.baseline:
+        checkout(args.baseline)  # before any server starts
     h2load = shutil.which("h2load")
     print("load: a Python asyncio client (one channel, --clients concurrent calls)"
           + (", and h2load for the fixed requests" if h2load else

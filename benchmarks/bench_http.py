@@ -58,6 +58,21 @@ from service.ports import free_port  # noqa: E402
 SERVICE_KEY = "bench-service-key"
 
 
+def checkout(root: Path) -> Path:
+    """``root``, once a server started there would import its own engine and service.
+    (This environment's editable install supplies them from this checkout for a folder
+    that has none, so a wrong --baseline would measure this checkout again.)"""
+    found = subprocess.run([sys.executable, "-c", "import engine, service; print(engine.__file__); "
+                            "print(service.__file__)"], cwd=root, env={**os.environ, "PYTHONPATH": str(root)},
+                           capture_output=True, text=True)
+    paths = found.stdout.split()
+    if found.returncode != 0 or len(paths) != 2 or not all(Path(p).resolve().is_relative_to(root.resolve())
+                                                         for p in paths):
+        raise SystemExit(f"{root}: not a checkout of this project (a server there would not serve its own "
+                         "engine and service)")
+    return root
+
+
 def gunicorn(app: str, port: int, workers: int, env: dict[str, str],
              worker_class: str | None = None, root: Path = ROOT) -> subprocess.Popen[bytes]:
     """gunicorn with the same settings for every app: the service's own (service/http_server.py),
@@ -252,6 +267,8 @@ def main() -> None:
                         help="also serve another checkout of the service (a worktree of an earlier commit) and "
                              "measure its apply and session action in the same rounds (wrk only)")
     args = parser.parse_args()
+    if args.baseline:
+        checkout(args.baseline)  # before any server starts
     from service.embedded_redis import start_embedded
 
     wrk = shutil.which("wrk") if args.client == "wrk" else None

@@ -36,7 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.bench_http import gunicorn, mid_game_body, wrk_load  # noqa: E402
+from benchmarks.bench_http import checkout, gunicorn, mid_game_body, wrk_load  # noqa: E402
 from service.ports import free_port  # noqa: E402
 
 TARGETS = {"healthz": lambda body: ["get", "/healthz"], "apply": lambda body: ["post", "/v1/games/apply", body]}
@@ -75,6 +75,8 @@ def main() -> None:
     parser.add_argument("--baseline", type=Path, metavar="CHECKOUT",
                         help="another checkout whose service is measured in the same rounds")
     args = parser.parse_args()
+    if args.baseline:
+        checkout(args.baseline)  # before any server starts
     wrk = shutil.which("wrk")
     if wrk is None:
         raise SystemExit("wrk not found (Debian: apt-get install wrk): a Python client would share the cores "

@@ -79,3 +79,13 @@ def test_tails_measures_both_workers_and_a_baseline_checkout():
             assert figures[ratio] == round(figures[f"{worker}_{target}_4_p99_ms"]
                                            / figures[f"sync_{target}_4_p99_ms"], 2), figures
     assert figures["mixed_kept_alive_requests_per_s"] > 0
+
+
+def test_a_baseline_that_is_no_checkout_is_refused(tmp_path):
+    """A --baseline folder without the project's code would be served this checkout's
+    code by the environment's editable install, and measured as if it were the baseline."""
+    for script in ("tails.py", "bench_http.py", "bench_grpc.py"):
+        result = subprocess.run([sys.executable, f"benchmarks/{script}", "--seconds", "1", "--rounds", "1",
+                                 "--baseline", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=240)
+        assert result.returncode != 0, script
+        assert f"{tmp_path}: not a checkout of this project" in result.stderr, (script, result.stderr[-2000:])
