@@ -8,7 +8,7 @@ action is accepted exactly when it is listed.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from msgspec import structs
 
@@ -34,11 +34,11 @@ from .state import (
 from .table import Event, Table, active_count, draw_card, forfeit_draws, next_active, take_top
 
 # A card that only the limit stops: in points scoring it may still be played as a bust (R-PTS-1).
-OVER_LIMIT = ("R-TURN-2", "total_would_reach_limit")
-_ONO99_UNPLAYABLE = ("R-99-1", "ono99_unplayable")
-_ONO99_NOT_ON_ZERO = ("R-99-3", "total_not_ending_in_zero")
-_ONE_ONO99 = ("R-99-3", "one_ono99_per_turn")
-_PLAY2_FIRST = ("R-P2-3", "play2_not_allowed_first")
+OVER_LIMIT: Final = ("R-TURN-2", "total_would_reach_limit")
+_ONO99_UNPLAYABLE: Final = ("R-99-1", "ono99_unplayable")
+_ONO99_NOT_ON_ZERO: Final = ("R-99-3", "total_not_ending_in_zero")
+_ONE_ONO99: Final = ("R-99-3", "one_ono99_per_turn")
+_PLAY2_FIRST: Final = ("R-P2-3", "play2_not_allowed_first")
 
 _EXPLAIN = {
     OVER_LIMIT: "the total would reach the limit",
@@ -105,7 +105,7 @@ def _can_draw(s: GameState | Table, seat: int) -> bool:
     return seat in s.owed_draws and bool(s.draw_pile or s.discard_pile)
 
 
-_ACTION_TYPES = frozenset(ActionType)
+_ACTION_TYPES: Final = frozenset(ActionType)
 
 
 def _moves(s: GameState | Table, seat: int) -> Iterator[Action]:

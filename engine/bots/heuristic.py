@@ -26,13 +26,15 @@ a pending Play 2), so it plays the same in every state of a view.
 
 from __future__ import annotations
 
+from typing import Final
+
 from ..cards import HAND_POINTS, TOTAL_DELTA
 from ..game import new_total, why_not
 from ..state import PLAY, SWAP, Action, GameState
 from .seat import owed_draw
 
-ATTACK = 20  # a play2 attacks when the total is at least limit - ATTACK
-_SAFE = frozenset({"-10", "reverse", "play2", "hold", "ono99", "0"})
+ATTACK: Final = 20  # a play2 attacks when the total is at least limit - ATTACK
+_SAFE: Final = frozenset({"-10", "reverse", "play2", "hold", "ono99", "0"})
 
 
 def heuristic_action(state: GameState, actions: list[Action]) -> Action:

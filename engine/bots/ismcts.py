@@ -27,7 +27,7 @@ import math
 import random
 import time
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from ..game import apply, legal_actions
 from ..scoring import mode
@@ -53,7 +53,7 @@ Policy = Callable[[GameState, list[Action], random.Random], Action]
 # A rollout's length at most: a four-player game is about 45 plies, a round shorter; a
 # house deck that never lets anyone bust would otherwise make one endless. A rollout
 # cut short counts as a round that ended there.
-MAX_PLIES = 200
+MAX_PLIES: Final = 200
 
 
 class _Node:
