@@ -41,6 +41,11 @@ def _parse_action(doc: Any) -> Action:
     return Action(parsed.player, SWAP if parsed.type == SWAP else DRAW)
 
 
+def action_doc(action: Action) -> ActionDoc:
+    """The document of an action (views and a suggestion's estimates hold them)."""
+    return ActionDoc(action.player, action.type, action.card)  # type: ignore[arg-type]
+
+
 def format_action(action: Action) -> dict[str, Any]:
     """The JSON object of an action."""
     if action.card is None:

@@ -13,7 +13,7 @@ from typing import Any, Literal
 import msgspec
 from msgspec import Struct
 
-from .actions import ActionDoc
+from .actions import ActionDoc, action_doc
 from .codec import Card, Play2Doc, PlayerId, TurnDoc, plain_fields, seat_fields
 from .errors import InvalidInputError
 from .game import legal_actions
@@ -89,7 +89,7 @@ def view_doc(state: GameState, viewer: str | None = None) -> ViewDoc:
         draw_pile_count=len(state.draw_pile),
         discard_pile=list(state.discard_pile),  # type: ignore[arg-type]
         legal_actions=[] if viewer is None else
-        [ActionDoc(a.player, a.type, a.card) for a in legal_actions(state) if a.player == viewer],  # type: ignore[arg-type]
+        [action_doc(a) for a in legal_actions(state) if a.player == viewer],
         **seat_fields(state),
         **{f: getattr(state, f) for f in _PLAIN},
     )

@@ -10,7 +10,7 @@ from typing import Annotated
 
 from msgspec import Meta, Struct
 
-from ..actions import ActionDoc
+from ..actions import ActionDoc, action_doc
 from ..state import Action
 
 
@@ -26,4 +26,4 @@ class Estimate(Struct, frozen=True, forbid_unknown_fields=True):
 
 def estimate(action: Action, visits: int = 0, win_rate: float | None = None) -> Estimate:
     """The estimate of ``action`` (by default: not searched)."""
-    return Estimate(ActionDoc(action.player, action.type, action.card), visits, win_rate)  # type: ignore[arg-type]
+    return Estimate(action_doc(action), visits, win_rate)
