@@ -5,6 +5,7 @@
     python3 dev.py test    # install into .venv with the test tools, build the engine, run lint, types and
                            # tests (the engine's tests once more on the interpreted engine)
     python3 dev.py build-engine   # compile the engine's modules with mypyc (needs a C compiler)
+    python3 dev.py check-engine PYTHON   # fail unless PYTHON imports every one of them compiled
     python3 dev.py lock    # resolve the locks again from pyproject.toml (uv); options go to uv,
                            # e.g. --upgrade-package grpcio, or --upgrade for every package
 
@@ -143,6 +144,39 @@ def build_engine(args: list[str] | None = None) -> int:
     return 0
 
 
+_UNCOMPILED = """import importlib, sys
+if sys.argv[1]:
+    sys.path.insert(0, sys.argv[1])
+for name in sys.argv[2:]:
+    if importlib.import_module(name).__file__.endswith(".py"):
+        print(name)
+"""
+
+
+def uncompiled(python: str, path: str = "") -> list[str]:
+    """The modules pyproject.toml lists as compiled that ``python`` imports from their
+    source: isolated (-I), so not from the working directory; ``path`` first on its path
+    when given. Raises RuntimeError when one does not import at all."""
+    names = [module.removesuffix(".py").replace("/", ".") for module in compiled_modules()]
+    found = subprocess.run([python, "-I", "-c", _UNCOMPILED, path, *names], capture_output=True, text=True)
+    if found.returncode != 0:
+        raise RuntimeError(f"{python} could not import the engine:\n{found.stderr}")
+    return found.stdout.split()
+
+
+def check_engine(args: list[str]) -> int:
+    """Exit 1 naming the engine modules the interpreter ``args[0]`` imports uncompiled
+    (deploy/Dockerfile runs it on the image's installed copy)."""
+    if len(args) != 1:
+        print("usage: python3 dev.py check-engine PYTHON", file=sys.stderr)
+        return 2
+    left = uncompiled(args[0])
+    if left:
+        print(f"dev.py: {args[0]} runs these engine modules interpreted: {', '.join(left)}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def _run(*cmd: str) -> int:
     print("dev.py: $", " ".join(cmd), flush=True)
     return subprocess.run(cmd, cwd=ROOT).returncode
@@ -194,7 +228,8 @@ def lock(args: list[str]) -> int:
 
 
 def main() -> int:
-    commands = {"test": test, "serve": serve, "lock": lock, "build-engine": build_engine}
+    commands = {"test": test, "serve": serve, "lock": lock, "build-engine": build_engine,
+                "check-engine": check_engine}
     if len(sys.argv) < 2 or sys.argv[1] not in commands:
         print(__doc__)
         return 2

@@ -240,14 +240,21 @@ def test_the_dockerignore_reading_follows_dockers_documented_examples():
         False, True, True]
 
 
-def test_the_build_context_holds_what_the_dockerfile_copies_and_nothing_else():
-    patterns = _dockerignore((ROOT / ".dockerignore").read_text())
+def _copied_from_the_context() -> list[str]:
+    """The sources of the Dockerfile's COPY and ADD lines that take from the build
+    context (not from another stage)."""
     sources = []
     for name, args in _dockerfile():
         if name in ("COPY", "ADD"):
             words = json.loads(args) if args.startswith("[") else shlex.split(args)
             if not any(word.startswith("--from") for word in words):
                 sources += [w for w in words if not w.startswith("--")][:-1]
+    return sources
+
+
+def test_the_build_context_holds_what_the_dockerfile_copies_and_nothing_else():
+    patterns = _dockerignore((ROOT / ".dockerignore").read_text())
+    sources = _copied_from_the_context()
     assert sources
     copied = set()
     for source in sources:
@@ -360,13 +367,14 @@ def test_the_wheel_the_image_installs_holds_every_module_and_asset(tmp_path):
     """deploy/Dockerfile installs the project as a wheel (``pip install .``), not from the
     checkout: every module of engine/ and service/ and the /docs page's assets must be in it,
     and the compiled engine's extensions where the checkout has them (the image's build
-    stage compiles the engine first): installed from the wheel alone, that engine runs
-    compiled."""
+    stage compiles the engine first): installed from the wheel alone, every module
+    pyproject.toml lists runs compiled (dev.py check-engine's judgement, as the image's
+    build makes it), and without the extensions every one runs interpreted."""
     # Built from a copy of what the Dockerfile copies, as the image's build is: a build/
     # left in the checkout by an earlier in-tree build would hand the wheel its old files.
     source = tmp_path / "source"
     source.mkdir()
-    for name in ("pyproject.toml", "README.md", "LICENSE", "engine", "service"):
+    for name in _copied_from_the_context():
         if (ROOT / name).is_dir():
             shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
         else:
@@ -383,28 +391,44 @@ def test_the_wheel_the_image_installs_holds_every_module_and_asset(tmp_path):
                                                         *ROOT.glob("service/http_api/docs-assets/*"), *extensions]
               if "__pycache__" not in p.parts}
     assert wanted - names == set()
-    installed = tmp_path / "installed"
-    zipfile.ZipFile(wheel).extractall(installed)
-    # -I: the checkout (the working directory) is not on the path; only the wheel's files are.
-    found = subprocess.run([str(BIN / "python"), "-I", "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
-                            "import engine; print(engine.BUILD, engine.__file__)", str(installed)],
-                           capture_output=True, text=True, timeout=60)
-    assert found.returncode == 0, found.stderr
-    build, where = found.stdout.split()
-    assert Path(where).is_relative_to(installed)
-    assert build == ("compiled" if (ROOT / "engine" / "compiled.json").exists() else "interpreted")
-    if (ROOT / "engine" / "compiled.json").exists():
-        assert extensions
+    import dev
+
+    every = [module.removesuffix(".py").replace("/", ".") for module in dev.compiled_modules()]
+    compiled = (ROOT / "engine" / "compiled.json").exists()
+    assert bool(extensions) == compiled
+    for kept in (True, False):  # the wheel as built; the same without its extensions
+        installed = tmp_path / f"installed-{kept}"
+        zipfile.ZipFile(wheel).extractall(installed, [n for n in names if kept or not n.endswith((".so", ".pyd"))])
+        # The wheel's copy is the one imported, not the checkout's (the venv's editable install).
+        found = subprocess.run([str(BIN / "python"), "-I", "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
+                                "import engine; print(engine.__file__)", str(installed)],
+                               capture_output=True, text=True, timeout=60)
+        assert Path(found.stdout.strip()).is_relative_to(installed), found.stdout + found.stderr
+        assert dev.uncompiled(str(BIN / "python"), str(installed)) == ([] if compiled and kept else every)
 
 
 def test_the_image_compiles_its_engine_as_a_checkout_does():
     """The image's build stage runs dev.py's own build (the same source, the locked mypy),
-    insists it compiled, and installs the wheel that holds it; the runtime stage copies that."""
+    installs the wheel that holds it, and fails unless the installed copy imports every
+    compiled module as one (the runtime stage copies that)."""
     runs = " && ".join(args for name, args in _dockerfile() if name == "RUN")
-    assert re.search(r"python dev\.py build-engine\s+&& test -f engine/compiled\.json\s+"
-                     r"&& /opt/ono99/bin/pip install .*--no-deps \.\s+&& /opt/ono99/bin/python -I -c ", runs), runs
-    # The check after the install: every module pyproject.toml lists, an extension.
-    check = runs.split("/opt/ono99/bin/python -I -c ", 1)[1]
-    assert "['tool']['ono99']['compiled']" in check and ".endswith('.so')" in check, check
-    copied = {word for name, args in _dockerfile() if name == "COPY" for word in shlex.split(args)}
-    assert {"dev.py", "requirements-test.lock", "engine", "service"} <= copied
+    assert re.search(r"python dev\.py build-engine\s+&& /opt/ono99/bin/pip install .*--no-deps \.\s+"
+                     r"&& python dev\.py check-engine /opt/ono99/bin/python(?: |$)", runs), runs
+    assert {"dev.py", "requirements-test.lock", "engine", "service"} <= set(_copied_from_the_context())
+
+
+def test_check_engine_passes_a_compiled_interpreter_and_names_what_runs_interpreted(tmp_path):
+    """dev.py check-engine, as the image's build runs it: exit 0 for this venv's engine
+    where the checkout is compiled; 1, naming the modules, where it is not."""
+    import dev
+
+    if not (ROOT / "engine" / "compiled.json").exists():
+        pytest.skip("the checkout's engine is interpreted (no C compiler)")
+    passed = run(sys.executable, "dev.py", "check-engine", str(BIN / "python"))
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    # The same interpreter, with a copy of the engine's source ahead of the checkout's.
+    shutil.copytree(ROOT / "engine", tmp_path / "engine", ignore=shutil.ignore_patterns("*.so", "*.pyd", "__pycache__"))
+    assert dev.uncompiled(str(BIN / "python"), str(tmp_path)) == [
+        module.removesuffix(".py").replace("/", ".") for module in dev.compiled_modules()]
+    refused = run(sys.executable, "dev.py", "check-engine", str(BIN / "python"), "extra")
+    assert refused.returncode == 2 and "usage" in refused.stderr
