@@ -58,10 +58,10 @@ from service.ports import free_port  # noqa: E402
 SERVICE_KEY = "bench-service-key"
 
 
-def checkout(root: Path) -> Path:
-    """``root``, once a server started there would import its own engine and service.
-    (This environment's editable install supplies them from this checkout for a folder
-    that has none, so a wrong --baseline would measure this checkout again.)"""
+def checkout(root: Path) -> None:
+    """Stop unless a server started in ``root`` would import its own engine and service
+    (this environment's editable install supplies them from this checkout to a folder
+    that has none, so a wrong --baseline would measure this checkout again)."""
     found = subprocess.run([sys.executable, "-c", "import engine, service; print(engine.__file__); "
                             "print(service.__file__)"], cwd=root, env={**os.environ, "PYTHONPATH": str(root)},
                            capture_output=True, text=True)
@@ -70,7 +70,6 @@ def checkout(root: Path) -> Path:
                                                          for p in paths):
         raise SystemExit(f"{root}: not a checkout of this project (a server there would not serve its own "
                          "engine and service)")
-    return root
 
 
 def gunicorn(app: str, port: int, workers: int, env: dict[str, str],
