@@ -247,9 +247,9 @@ def test_health_flips_with_redis(tmp_path):
     from service.config import Settings
     from service.embedded_redis import start_embedded
     from service.grpc_api.server import GrpcServer
-    from tests.conftest import free_port
+    from tests.conftest import restart_port
 
-    port = free_port()
+    port = restart_port()
     redis_server = start_embedded(tmp_path, port=port)
     server = GrpcServer(Settings(redis_url=redis_server.connection_url, redis_timeout=0.3), port=0, grace=1).start()
     channel = grpc.insecure_channel(f"127.0.0.1:{server.port}")

@@ -16,9 +16,8 @@ import requests
 
 from engine import decode_state, legal_actions
 from service.embedded_redis import start_embedded
-from service.ports import free_port
 from service.store import keys
-from tests.conftest import SERVICE_KEY, start_http
+from tests.conftest import SERVICE_KEY, restart_port, start_http
 
 pytestmark = pytest.mark.slow
 
@@ -28,7 +27,7 @@ def play_and_crash(tmp_path, wait_aof: bool, appendfsync: str, crashes: int = 5,
     """(actions acknowledged, acknowledged actions lost) over ``crashes`` kill -9 restarts
     of the Redis server, one every ``every`` seconds, under four clients acting as fast
     as they can (with no crash: for ``every`` seconds)."""
-    port = free_port()
+    port = restart_port()
     data = tmp_path / "aof"
     server = start_embedded(data, port=port, appendfsync=appendfsync)
     url = server.connection_url

@@ -12,7 +12,7 @@ import requests
 
 from engine import apply, decode_state, encode_state, format_action, legal_actions
 from service.embedded_redis import start_embedded
-from tests.conftest import SERVICE_KEY, free_port, start_http
+from tests.conftest import SERVICE_KEY, restart_port, start_http
 
 
 def auth(token):
@@ -95,7 +95,7 @@ def _assert_sees_only_own(view, state, seat):
 
 
 def test_redis_outage_gives_quick_503s_and_the_service_recovers(tmp_path):
-    port = free_port()
+    port = restart_port()
     redis_server = start_embedded(tmp_path / "redis", port=port)
     http = start_http(redis_server.connection_url, workers=1, ONO99_REDIS_TIMEOUT="0.5")
     try:

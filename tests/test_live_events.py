@@ -17,7 +17,7 @@ import pytest
 import requests
 import sseclient
 
-from tests.conftest import ROOT, SERVICE_KEY, act, auth, start_http
+from tests.conftest import ROOT, SERVICE_KEY, act, auth, restart_port, start_http
 from tests.test_docs_page import DevTools, find_chromium
 
 pytestmark = pytest.mark.slow
@@ -250,8 +250,8 @@ def test_an_eventsource_in_headless_chromium_sees_a_bots_move_arrive(http_server
 def test_a_stream_waits_out_a_redis_restart_and_goes_on_from_the_last_version_sent(tmp_path):
     from service.embedded_redis import start_embedded
 
-    store = start_embedded(data_dir=tmp_path / "data")
-    port = int(store.connection_url.rsplit(":", 1)[1].split("/")[0])
+    port = restart_port()
+    store = start_embedded(data_dir=tmp_path / "data", port=port)
     server = start_http(store.connection_url, workers=1, ONO99_CREATES_PER_MINUTE="0", ONO99_SSE_HEARTBEAT="1",
                         ONO99_REDIS_BREAKER_RESET="0.5")
     try:

@@ -34,6 +34,7 @@ class Receiver:
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}/hooks"
         self.got: list[tuple[dict[str, str], bytes]] = []
+        self.arrived = 0  # requests whose body was read, answered or still held
         self.status = 204
         self.hang = threading.Event()  # set: requests hang until it is cleared
         self.on_post = None  # called with each request's JSON body as it is taken
@@ -47,6 +48,8 @@ class Receiver:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers["Content-Length"]))
+                with receiver.lock:
+                    receiver.arrived += 1
                 while receiver.hang.is_set():
                     time.sleep(0.05)
                 with receiver.lock:

@@ -20,7 +20,7 @@ import pytest
 import redis
 import requests
 
-from tests.conftest import act, start_http
+from tests.conftest import act, restart_port, start_http
 from tests.test_webhooks import (
     MANY,
     OPERATOR,
@@ -70,8 +70,8 @@ class Valkey:
 
         self._start = start_embedded
         self.data_dir = data_dir
-        self.server = start_embedded(data_dir=data_dir)
-        self.port = self.server.port
+        self.port = restart_port()
+        self.server = start_embedded(data_dir=data_dir, port=self.port)
         self.url = self.server.connection_url
 
     def restart(self, down: float) -> None:
@@ -370,6 +370,7 @@ def test_a_stalled_deliverer_posts_nothing_beside_its_successor(own_redis):
         for _ in range(4):
             act(server, made["session_id"], made["seats"]["ann"])
         wait_for(lambda: all_read(own_redis, endpoint["id"]), 20, "every entry read into the lane")
+        wait_for(lambda: receiver.arrived >= 1, 20, "the holder's first post under way")
         first.proc.send_signal(signal.SIGSTOP)  # stalled, with the session's entries in its lane
         receiver.hang.clear()  # its post under way is answered (the answer waits in its socket)
         second = start_deliverer(own_redis, ONO99_WEBHOOK_TIMEOUT="60")
