@@ -191,7 +191,7 @@ def test(args: list[str]) -> int:
             return 1
     if build_engine() != 0:
         return 1
-    workers = os.environ.get("TEST_WORKERS", "2")
+    workers = os.environ.get("TEST_WORKERS", "3")  # many tests wait on servers: 3 keep 2 cores busy
     code = _run(str(PY), "-m", "pytest", "-n", workers, *args)
     if code != 0 or args or not COMPILED.exists():
         return code
