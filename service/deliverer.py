@@ -5,9 +5,10 @@ Any number of deliverers share one Redis. An endpoint is delivered by one delive
 time, the holder of its lease (service.webhooks.lease_key, renewed every round; a
 deliverer that dies lets it lapse after ONO99_WEBHOOK_LEASE seconds), and the live
 deliverers split the endpoints between them. The holder reads the endpoint's consumer
-group on each outbox stream (service.store): first it takes over every delivery still
-pending (read by a deliverer that stopped or died before it was acknowledged: delivered
-again, with the same ``webhook-id``), then the new entries; every few seconds it looks
+group on each outbox stream (service.store): first, once a read the last holder sent
+before it let go has ended (HANDOVER), it takes over every delivery still pending (read
+by a deliverer that stopped or died before it was acknowledged: delivered again, with
+the same ``webhook-id``), then the new entries; every few seconds it looks
 again for pending entries no lane of its holds (read by a reader it stopped, or left by
 a deliverer that lost its lease), so none is stranded.
 
@@ -77,6 +78,10 @@ DELIVERERS = "ono99:webhooks:deliverers"  # sorted set: each live deliverer, by 
 BLOCK_MS = 1000  # how long one read of a single outbox waits for new entries
 IDLE = 0.2  # seconds between reads of a Cluster's outboxes (each read at once) when none had news
 RESCAN = 5.0  # seconds between a worker's looks for pending entries none of its lanes holds
+# A new holder waits this long before it takes the pending entries over: a read the last
+# holder sent before it let go still gets the entries that come within its BLOCK_MS, and
+# they must be pending (so taken over) before the new holder reads on past them.
+HANDOVER = BLOCK_MS / 1000 + 0.5
 FIRST_BACKOFF = 0.5  # seconds before the first retry; each later one waits up to twice as long
 TRIM_EVERY = 10.0  # seconds between a deliverer's trims of the outbox
 DEAD_LETTERS_MAX = 10_000  # entries the dead-letter stream keeps (about)
@@ -294,6 +299,8 @@ class EndpointWorker:
     # --- reading ---------------------------------------------------------------------
 
     def _read(self) -> None:
+        if self.stopped.wait(HANDOVER):
+            return
         while not self.stopped.is_set():
             try:
                 self._take_over(0)
@@ -338,7 +345,7 @@ class EndpointWorker:
         cursors = dict.fromkeys(self.outboxes, "0")  # "0": this consumer's pending entries first, then ">"
         single = len(self.outboxes) == 1
         rescanned = time.monotonic()
-        while not self.stopped.is_set():
+        while self.may_post():  # a holder that stalled past its lease reads no more either
             if time.monotonic() - rescanned >= RESCAN:  # pending entries none of its lanes holds
                 rescanned = time.monotonic()
                 self._take_over(int(self.delivery.lease * 1000))

@@ -84,8 +84,8 @@ ROOT = Path(__file__).resolve().parent.parent
 def restart_port() -> int:
     """A free loopback port for a server that a test stops and starts again on it: one
     below the kernel's range of ports for outgoing connections, since a port of that
-    range (free_port) may meanwhile become the local end of any process's connection,
-    and the server could not bind it again."""
+    range (free_port) may meanwhile become the local end of any process's connection
+    (or stay one in TIME_WAIT), and the server could not bind it again."""
     import random
     import socket
 
@@ -93,14 +93,20 @@ def restart_port() -> int:
         low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
     except (OSError, ValueError, IndexError):
         low = 32768
-    while True:
-        port = random.randrange(max(1024, low - 12000), low)
+    first = max(1025, low - 12000)
+    if first >= low:  # no room below the range: the kernel's choice it is
+        return free_port()
+    for _ in range(200):
+        port = random.randrange(first, low)
         with socket.socket() as s:
             try:
                 s.bind(("127.0.0.1", port))
             except OSError:
                 continue
         return port
+    raise AssertionError(f"no free port from {first} to {low - 1}")
+
+
 MACHINE_REDIS = os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/0"
 
 

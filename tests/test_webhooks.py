@@ -18,7 +18,7 @@ import requests
 from standardwebhooks.webhooks import Webhook
 
 from service.ports import free_port
-from tests.conftest import SERVICE_KEY, RunningServer, act, auth, start_http, start_timekeeper
+from tests.conftest import SERVICE_KEY, RunningServer, act, auth, restart_port, start_http, start_timekeeper
 
 OPERATOR = auth(SERVICE_KEY)
 FAST = {"ONO99_WEBHOOK_LEASE": "2", "ONO99_WEBHOOK_BACKOFF_MAX": "1", "ONO99_LOG_LEVEL": "warning"}
@@ -31,7 +31,7 @@ class Receiver:
     can be stopped and started again on the same port."""
 
     def __init__(self, port: int | None = None) -> None:
-        self.port = port or free_port()
+        self.port = port or restart_port()  # it may be stopped and started again on its port
         self.url = f"http://127.0.0.1:{self.port}/hooks"
         self.got: list[tuple[dict[str, str], bytes]] = []
         self.arrived = 0  # requests whose body was read, answered or still held

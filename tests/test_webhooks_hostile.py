@@ -207,6 +207,63 @@ def test_a_deliverer_joining_and_leaving_loses_no_delivery(own_redis):
         server.stop()
 
 
+def _moves(server, stop: threading.Event, sessions: list[str]) -> None:
+    """One session after another moved on until ``stop``: ann's action and the bots'
+    moves behind it, every 0.1 s (each a few versions, each an outbox entry)."""
+    made = None
+    while not stop.is_set():
+        if made is None:
+            made = create(server, players=BOTS, seed=len(sessions))
+            sessions.append(made["session_id"])
+        sid, token = made["session_id"], made["seats"]["ann"]
+        view = requests.get(f"{server.url}/v1/sessions/{sid}", headers={"Authorization": f"Bearer {token}"},
+                            timeout=10).json()["view"]
+        if view["legal_actions"]:
+            act(server, sid, token)
+        else:  # ann is out, or the game is over
+            made = None
+        stop.wait(0.1)
+
+
+def test_a_session_keeps_its_order_while_its_endpoint_passes_between_deliverers(own_redis):
+    """A deliverer joins and leaves three times while sessions move on, so each endpoint
+    passes from one holder to the other and back: no session's events arrive older after
+    newer. (A new holder used to read on while the last holder's read, sent before it let
+    go, still took the entries of the next second: those were posted seconds later,
+    after newer ones.)"""
+    server = start_http(own_redis, **MANY)
+    first = start_deliverer(own_redis)
+    others = []
+    stop = threading.Event()
+    try:
+        receivers = [Receiver() for _ in range(2)]
+        endpoints = [register(server, r.url) for r in receivers]
+        wait_for(lambda: int(redis.Redis.from_url(own_redis).exists(
+            *[f"ono99:webhooks:lease:{e['id']}" for e in endpoints])) == 2, 20, "both leases held")
+        sessions: list[str] = []
+        traffic = threading.Thread(target=_moves, args=(server, stop, sessions))
+        traffic.start()
+        for _ in range(3):
+            time.sleep(1)
+            others.append(start_deliverer(own_redis))  # takes one endpoint over
+            time.sleep(4)
+            others.pop().stop()  # gives it back
+        stop.set()
+        traffic.join()
+        expected = set(outbox_payloads(own_redis))
+        for receiver, endpoint in zip(receivers, endpoints, strict=True):
+            wait_for(lambda r=receiver, e=endpoint: set(arrived(r, e["secret"])) >= expected, 30,
+                     "every event at both endpoints")
+        assert len(expected) > 40, len(expected)  # events all along the hand-overs
+        for receiver in receivers:
+            assert older_after_newer(receiver) == {}, str(arrival_versions(receiver))
+    finally:
+        stop.set()
+        for d in [first, *others]:
+            d.stop()
+        server.stop()
+
+
 # --- ONO99_WEBHOOK_TIMEOUT bounds a whole attempt ---------------------------------------------
 
 
