@@ -5,10 +5,11 @@ Any number of deliverers share one Redis. An endpoint is delivered by one delive
 time, the holder of its lease (service.webhooks.lease_key, renewed every round; a
 deliverer that dies lets it lapse after ONO99_WEBHOOK_LEASE seconds), and the live
 deliverers split the endpoints between them. The holder reads the endpoint's consumer
-group on each outbox stream (service.store): first, once a read the last holder sent
-before it let go has ended (HANDOVER), it takes over every delivery still pending (read
-by a deliverer that stopped or died before it was acknowledged: delivered again, with
-the same ``webhook-id``), then the new entries; every few seconds it looks
+group on each outbox stream (service.store): first it takes over every delivery still
+pending (read by a deliverer that stopped or died before it was acknowledged: delivered
+again, with the same ``webhook-id``), then the new entries (a holder that lets an
+endpoint go gives its lease up only once its reader's last read has ended, so that
+nothing that read took is left behind the new holder's reads); every few seconds it looks
 again for pending entries no lane of its holds (read by a reader it stopped, or left by
 a deliverer that lost its lease), so none is stranded.
 
@@ -78,10 +79,8 @@ DELIVERERS = "ono99:webhooks:deliverers"  # sorted set: each live deliverer, by 
 BLOCK_MS = 1000  # how long one read of a single outbox waits for new entries
 IDLE = 0.2  # seconds between reads of a Cluster's outboxes (each read at once) when none had news
 RESCAN = 5.0  # seconds between a worker's looks for pending entries none of its lanes holds
-# A new holder waits this long before it takes the pending entries over: a read the last
-# holder sent before it let go still gets the entries that come within its BLOCK_MS, and
-# they must be pending (so taken over) before the new holder reads on past them.
-HANDOVER = BLOCK_MS / 1000 + 0.5
+# The longest a stopped reader's last read may take: its block, then the client's timeouts.
+READ_ENDS = BLOCK_MS / 1000 + 5.0
 FIRST_BACKOFF = 0.5  # seconds before the first retry; each later one waits up to twice as long
 TRIM_EVERY = 10.0  # seconds between a deliverer's trims of the outbox
 DEAD_LETTERS_MAX = 10_000  # entries the dead-letter stream keeps (about)
@@ -298,9 +297,12 @@ class EndpointWorker:
 
     # --- reading ---------------------------------------------------------------------
 
+    def ended(self, seconds: float) -> bool:
+        """Whether its reader has ended (once stopped), waiting at most ``seconds``."""
+        self._threads[0].join(seconds)
+        return not self._threads[0].is_alive()
+
     def _read(self) -> None:
-        if self.stopped.wait(HANDOVER):
-            return
         while not self.stopped.is_set():
             try:
                 self._take_over(0)
@@ -356,6 +358,8 @@ class EndpointWorker:
                 room = self.delivery.inflight - len(self._queued)
             news = False
             for outbox in self.outboxes:
+                if self.stopped.is_set():
+                    return
                 cursor = cursors[outbox]
                 try:
                     replies = self.client.xreadgroup(self.endpoint.id, self.consumer, {outbox: cursor},
@@ -540,10 +544,10 @@ class Deliverer:
     def close(self) -> None:
         """Stop every worker and give up their leases (their pending entries pass to the
         deliverer that takes each lease next)."""
-        for endpoint_id, worker in list(self.workers.items()):
+        stopped = list(self.workers.items())
+        for _, worker in stopped:
             worker.stop()
-            with contextlib.suppress(redis.RedisError):
-                self._release(keys=[lease_key(endpoint_id)], args=[self.name])
+        self._release_ended(stopped)
         self.workers.clear()
         HELD.set(0)
         with contextlib.suppress(redis.RedisError):
@@ -586,8 +590,27 @@ class Deliverer:
             self.trim(set(endpoints))
 
     def _let_go(self, endpoint_id: str) -> None:
-        self.workers.pop(endpoint_id).stop()
-        self._release(keys=[lease_key(endpoint_id)], args=[self.name])
+        """Stop the endpoint's worker, and give its lease up once its reader has ended
+        (on a thread of its own, so that the round goes on)."""
+        worker = self.workers.pop(endpoint_id)
+        worker.stop()
+        threading.Thread(target=self._release_ended, args=([(endpoint_id, worker)],),
+                         name="ono99-webhook-release", daemon=True).start()
+
+    def _release_ended(self, stopped: list[tuple[str, EndpointWorker]]) -> None:
+        """Give up the leases of stopped workers, each once its reader has ended: a read
+        it sent before the stop still takes the entries of the next second, and the next
+        holder must find them pending, to take them over before it reads on past them
+        (else they go seconds later, after newer ones). A reader that does not end within
+        READ_ENDS keeps its lease until it lapses."""
+        deadline = time.monotonic() + READ_ENDS
+        for endpoint_id, worker in stopped:
+            if worker.ended(max(0.0, deadline - time.monotonic())):
+                with contextlib.suppress(redis.RedisError):
+                    self._release(keys=[lease_key(endpoint_id)], args=[self.name])
+            else:
+                log.warning("a stopped webhook reader has not ended: its lease is left to lapse",
+                            extra={"endpoint": endpoint_id, "deliverer": self.name})
 
     def trim(self, registered: set[str]) -> None:
         """Trim each outbox below the oldest entry a registered endpoint has not had

@@ -226,11 +226,11 @@ def _moves(server, stop: threading.Event, sessions: list[str]) -> None:
 
 
 def test_a_session_keeps_its_order_while_its_endpoint_passes_between_deliverers(own_redis):
-    """A deliverer joins and leaves three times while sessions move on, so each endpoint
+    """A deliverer joins and leaves five times while sessions move on, so each endpoint
     passes from one holder to the other and back: no session's events arrive older after
-    newer. (A new holder used to read on while the last holder's read, sent before it let
-    go, still took the entries of the next second: those were posted seconds later,
-    after newer ones.)"""
+    newer. (A holder used to give its lease up while its reader's last read, sent before
+    it let go, could still take the entries of the next second: the new holder read on
+    past them, and they were posted seconds later, after newer ones.)"""
     server = start_http(own_redis, **MANY)
     first = start_deliverer(own_redis)
     others = []
@@ -243,7 +243,7 @@ def test_a_session_keeps_its_order_while_its_endpoint_passes_between_deliverers(
         sessions: list[str] = []
         traffic = threading.Thread(target=_moves, args=(server, stop, sessions))
         traffic.start()
-        for _ in range(3):
+        for _ in range(5):
             time.sleep(1)
             others.append(start_deliverer(own_redis))  # takes one endpoint over
             time.sleep(4)
