@@ -101,6 +101,9 @@ return 0
 """
 
 
+MIN_LEASE = 1.0  # seconds: a holder renews every third of its lease, and stops when it missed a quarter
+
+
 @dataclass(frozen=True)
 class Delivery:
     """How endpoints are delivered (the ``webhook_`` settings)."""
@@ -111,6 +114,11 @@ class Delivery:
     concurrency: int
     inflight: int
     lease: float
+
+    def __post_init__(self) -> None:
+        if not self.lease >= MIN_LEASE:  # (a NaN too)
+            raise ValueError(f"ONO99_WEBHOOK_LEASE must be at least {MIN_LEASE:g} second(s), not {self.lease:g}: "
+                             "a shorter lease goes stale between a holder's renewals")
 
 
 class Sender:

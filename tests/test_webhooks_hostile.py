@@ -554,3 +554,14 @@ def test_a_reissued_token_says_who_plays_the_seat_now(own_redis):
         assert changes[1]["data"]["reason"] == "token_reissued"
         assert changes[1]["data"]["bot"] == "random", (changes[1]["data"], "the record's last versions:",
                                                       record["versions"][-2:])
+
+
+def test_a_lease_under_a_second_is_refused_at_start(own_redis):
+    """ONO99_WEBHOOK_LEASE below a second (0 made every holder's lease stale at once: it
+    let its endpoints go every round) stops the deliverer at start, naming the setting."""
+    deliverer = start_deliverer(own_redis, ONO99_WEBHOOK_LEASE="0.5")
+    try:
+        assert deliverer.proc.wait(timeout=60) != 0
+        assert "ONO99_WEBHOOK_LEASE must be at least 1 second" in deliverer.log.read_text()
+    finally:
+        deliverer.stop()
