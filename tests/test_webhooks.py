@@ -47,7 +47,11 @@ class Receiver:
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers["Content-Length"]))
+                length = int(self.headers["Content-Length"])
+                body = self.rfile.read(length)
+                if len(body) < length:  # the sender cut its post (a worker stopping): nothing taken
+                    self.close_connection = True
+                    return
                 with receiver.lock:
                     receiver.arrived += 1
                 while receiver.hang.is_set():
