@@ -85,6 +85,11 @@ def compiled_modules() -> list[str]:
     return list(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["ono99"]["compiled"])
 
 
+def compiled_names() -> list[str]:
+    """The modules compiled_modules() lists, by their import names (engine.game, ...)."""
+    return [module.removesuffix(".py").replace("/", ".") for module in compiled_modules()]
+
+
 def sources_digest() -> dict[str, str]:
     """What a compiled build is made from: SHA-256 of every engine module's source (the
     compiled ones, and the interpreted ones whose classes they compile against), and of
@@ -157,8 +162,8 @@ def uncompiled(python: str, path: str = "") -> list[str]:
     """The modules pyproject.toml lists as compiled that ``python`` imports from their
     source: isolated (-I), so not from the working directory; ``path`` first on its path
     when given. Raises RuntimeError when one does not import at all."""
-    names = [module.removesuffix(".py").replace("/", ".") for module in compiled_modules()]
-    found = subprocess.run([python, "-I", "-c", _UNCOMPILED, path, *names], capture_output=True, text=True)
+    found = subprocess.run([python, "-I", "-c", _UNCOMPILED, path, *compiled_names()], capture_output=True,
+                           text=True)
     if found.returncode != 0:
         raise RuntimeError(f"{python} could not import the engine:\n{found.stderr}")
     return found.stdout.split()

@@ -86,6 +86,7 @@ TRIM_EVERY = 10.0  # seconds between a deliverer's trims of the outbox
 DEAD_LETTERS_MAX = 10_000  # entries the dead-letter stream keeps (about)
 RESPONSE_READ = 64 * 1024  # bytes of an endpoint's answer read at most
 FRESH = 0.75  # a holder posts while its lease was renewed less than this share of it ago
+MIN_LEASE = 1.0  # seconds, the least ONO99_WEBHOOK_LEASE (a holder must renew within FRESH of it)
 _USER_AGENT = f"ono99-webhooks/{importlib.metadata.version('ono99')}"
 
 # KEYS: a lease. ARGV: holder, ms. Renew a lease this holder has (1), else 0.
@@ -99,9 +100,6 @@ _RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
 """
-
-
-MIN_LEASE = 1.0  # seconds: a holder renews every third of its lease, and stops when it missed a quarter
 
 
 @dataclass(frozen=True)
@@ -118,7 +116,7 @@ class Delivery:
     def __post_init__(self) -> None:
         if not self.lease >= MIN_LEASE:  # (a NaN too)
             raise ValueError(f"ONO99_WEBHOOK_LEASE must be at least {MIN_LEASE:g} second(s), not {self.lease:g}: "
-                             "a shorter lease goes stale between a holder's renewals")
+                             "a holder stops delivering unless it renews its lease within three quarters of it")
 
 
 class Sender:

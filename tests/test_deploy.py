@@ -393,7 +393,7 @@ def test_the_wheel_the_image_installs_holds_every_module_and_asset(tmp_path):
     assert wanted - names == set()
     import dev
 
-    every = [module.removesuffix(".py").replace("/", ".") for module in dev.compiled_modules()]
+    every = dev.compiled_names()
     compiled = (ROOT / "engine" / "compiled.json").exists()
     assert bool(extensions) == compiled
     for kept in (True, False):  # the wheel as built; the same without its extensions
@@ -428,7 +428,6 @@ def test_check_engine_passes_a_compiled_interpreter_and_names_what_runs_interpre
     assert passed.returncode == 0, passed.stdout + passed.stderr
     # The same interpreter, with a copy of the engine's source ahead of the checkout's.
     shutil.copytree(ROOT / "engine", tmp_path / "engine", ignore=shutil.ignore_patterns("*.so", "*.pyd", "__pycache__"))
-    assert dev.uncompiled(str(BIN / "python"), str(tmp_path)) == [
-        module.removesuffix(".py").replace("/", ".") for module in dev.compiled_modules()]
+    assert dev.uncompiled(str(BIN / "python"), str(tmp_path)) == dev.compiled_names()
     refused = run(sys.executable, "dev.py", "check-engine", str(BIN / "python"), "extra")
     assert refused.returncode == 2 and "usage" in refused.stderr
