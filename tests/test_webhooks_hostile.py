@@ -20,7 +20,7 @@ import pytest
 import redis
 import requests
 
-from tests.conftest import act, restart_port, start_http
+from tests.conftest import act, auth, restart_port, start_http
 from tests.test_webhooks import (
     MANY,
     OPERATOR,
@@ -169,6 +169,16 @@ def test_entries_a_stopped_reader_took_are_delivered_by_its_successor(own_redis)
                                  f"pending 10 s on: {stuck}")
 
 
+def held_endpoints(server, redis_url: str, **body) -> tuple[list[Receiver], list[dict]]:
+    """Two receivers, each registered as an endpoint with ``body``, once a deliverer
+    holds both endpoints' leases."""
+    receivers = [Receiver() for _ in range(2)]
+    endpoints = [register(server, r.url, **body) for r in receivers]
+    wait_for(lambda: int(redis.Redis.from_url(redis_url).exists(
+        *[f"ono99:webhooks:lease:{e['id']}" for e in endpoints])) == 2, 20, "both leases held")
+    return receivers, endpoints
+
+
 def test_a_deliverer_joining_and_leaving_loses_no_delivery(own_redis):
     """Deliverers join (a rolling update, a scale-up) and leave: endpoints pass between
     them, and every event still arrives."""
@@ -177,10 +187,7 @@ def test_a_deliverer_joining_and_leaving_loses_no_delivery(own_redis):
     others = []
     stop = threading.Event()
     try:
-        receivers = [Receiver() for _ in range(2)]
-        endpoints = [register(server, r.url, events=["session.created"]) for r in receivers]
-        wait_for(lambda: int(redis.Redis.from_url(own_redis).exists(
-            *[f"ono99:webhooks:lease:{e['id']}" for e in endpoints])) == 2, 20, "both leases held")
+        receivers, endpoints = held_endpoints(server, own_redis, events=["session.created"])
         for attempt in range(8):  # a deliverer joins, takes an endpoint over; then leaves (it gives it back)
             stop, seeds = threading.Event(), []
             # A session every 0.9 s: the first's reader, let go of, waits in XREADGROUP for the next one
@@ -207,17 +214,15 @@ def test_a_deliverer_joining_and_leaving_loses_no_delivery(own_redis):
         server.stop()
 
 
-def _moves(server, stop: threading.Event, sessions: list[str]) -> None:
+def _moves(server, stop: threading.Event) -> None:
     """One session after another moved on until ``stop``: ann's action and the bots'
     moves behind it, every 0.1 s (each a few versions, each an outbox entry)."""
-    made = None
+    made, seed = None, 0
     while not stop.is_set():
         if made is None:
-            made = create(server, players=BOTS, seed=len(sessions))
-            sessions.append(made["session_id"])
+            made, seed = create(server, players=BOTS, seed=seed), seed + 1
         sid, token = made["session_id"], made["seats"]["ann"]
-        view = requests.get(f"{server.url}/v1/sessions/{sid}", headers={"Authorization": f"Bearer {token}"},
-                            timeout=10).json()["view"]
+        view = requests.get(f"{server.url}/v1/sessions/{sid}", headers=auth(token), timeout=10).json()["view"]
         if view["legal_actions"]:
             act(server, sid, token)
         else:  # ann is out, or the game is over
@@ -236,12 +241,8 @@ def test_a_session_keeps_its_order_while_its_endpoint_passes_between_deliverers(
     others = []
     stop = threading.Event()
     try:
-        receivers = [Receiver() for _ in range(2)]
-        endpoints = [register(server, r.url) for r in receivers]
-        wait_for(lambda: int(redis.Redis.from_url(own_redis).exists(
-            *[f"ono99:webhooks:lease:{e['id']}" for e in endpoints])) == 2, 20, "both leases held")
-        sessions: list[str] = []
-        traffic = threading.Thread(target=_moves, args=(server, stop, sessions))
+        receivers, endpoints = held_endpoints(server, own_redis)
+        traffic = threading.Thread(target=_moves, args=(server, stop))
         traffic.start()
         for _ in range(5):
             time.sleep(1)
@@ -556,12 +557,18 @@ def test_a_reissued_token_says_who_plays_the_seat_now(own_redis):
                                                       record["versions"][-2:])
 
 
-def test_a_lease_under_a_second_is_refused_at_start(own_redis):
+def test_a_lease_under_a_second_is_refused_at_start_and_one_second_delivers(own_redis):
     """ONO99_WEBHOOK_LEASE below a second (0 made every holder's lease stale at once: it
-    let its endpoints go every round) stops the deliverer at start, naming the setting."""
-    deliverer = start_deliverer(own_redis, ONO99_WEBHOOK_LEASE="0.5")
+    let its endpoints go every round) stops the deliverer at start, naming the setting;
+    the least it takes, one second, delivers."""
+    refused = start_deliverer(own_redis, ONO99_WEBHOOK_LEASE="0.99")
     try:
-        assert deliverer.proc.wait(timeout=60) != 0
-        assert "ONO99_WEBHOOK_LEASE must be at least 1 second" in deliverer.log.read_text()
+        assert refused.proc.wait(timeout=60) != 0
+        assert "ONO99_WEBHOOK_LEASE must be at least 1 second" in refused.log.read_text()
     finally:
-        deliverer.stop()
+        refused.stop()
+    with webhook_stack(own_redis, ONO99_WEBHOOK_LEASE="1") as (server, _deliverer):
+        receiver = Receiver()
+        endpoint = register(server, receiver.url, events=["session.created"])
+        create(server, seed=1)
+        wait_for(lambda: len(arrived(receiver, endpoint["secret"])) == 1, 20, "the delivery")
