@@ -8,8 +8,9 @@
 from . import game as _game
 from .actions import format_action, parse_action
 from .cards import CARD_CODES, DECK_1980, DECK_2022
-from .codec import StateDoc, decode_state, dumps_state, encode_state, loads_state, state_from_doc, state_to_doc
+from .codec import decode_state, dumps_state, encode_state, loads_state, state_from_doc, state_to_doc
 from .deal import check_players, new_game
+from .documents import StateDoc
 from .errors import EngineError, IllegalActionError, InvalidInputError
 from .game import apply, legal_actions
 from .rules import OPTIONS, PRESETS, Rules, describe_options, resolve_rules, rules_to_dict

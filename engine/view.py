@@ -14,7 +14,8 @@ import msgspec
 from msgspec import Struct
 
 from .actions import ActionDoc, action_doc
-from .codec import Card, Play2Doc, PlayerId, TurnDoc, plain_fields, seat_fields
+from .codec import plain_fields, seat_fields
+from .documents import Card, Play2Doc, PlayerId, TurnDoc
 from .errors import InvalidInputError
 from .game import legal_actions
 from .rules import rules_to_dict

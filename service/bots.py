@@ -144,4 +144,4 @@ def next_bot(state: GameState, bots: dict[str, BotSettings], patient: bool = Tru
 
 def bots_due(state: GameState, bots: dict[str, BotSettings]) -> bool:
     """Whether a bot seat's move is due now (the one :meth:`Bots.play` would make first)."""
-    return next_bot(state, bots) is not None
+    return bool(bots) and next_bot(state, bots) is not None  # a session of people only asks no one

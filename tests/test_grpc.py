@@ -15,7 +15,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from grpc_status import rpc_status
 
-from engine import decode_state, encode_state, legal_actions, resolve_rules
+from engine import InvalidInputError, decode_state, encode_state, legal_actions, resolve_rules
 from service.grpc_api import convert
 from service.grpc_api.gen import ono99_pb2 as pb
 from service.grpc_api.gen import ono99_pb2_grpc as pb_grpc
@@ -348,6 +348,31 @@ def test_recent_states_give_back_only_what_this_process_returned_with_its_signat
     off = RecentStates(0)
     off.remember(m2, s2)
     assert off.recall(m2) is None
+
+
+def test_rules_are_translated_once_per_rule_set_and_every_caller_gets_its_own_document():
+    """R-RULES: the translation of a Rules message is remembered by its bytes (a game's
+    every call carries the same rules), within a bound a caller cannot stretch."""
+    from service.grpc_api.convert import _REMEMBERED_RULES_BYTES, _rules_doc, _rules_json
+
+    msg = pb.Rules(edition="1980", limit=120, deck=[pb.DeckEntry(card=pb.CARD_0, count=9)],
+                   play2_deflectors=[pb.CARD_HOLD], no_total_floor=True)
+    first = convert.rules_doc(msg)
+    assert first == _rules_doc(msg) == {"edition": "1980", "deck": {"0": 9}, "limit": 120, "total_floor": None,
+                                        "play2_deflectors": ["hold"]}
+    first["deck"]["0"] = 1  # a caller's own copy: changing it changes no one else's
+    hits = _rules_json.cache_info().hits
+    again = convert.rules_doc(pb.Rules.FromString(msg.SerializeToString()))
+    assert again == _rules_doc(msg) and _rules_json.cache_info().hits == hits + 1
+    with pytest.raises(InvalidInputError):  # a bad card is still refused
+        convert.rules_doc(pb.Rules(edition="2022", deck=[pb.DeckEntry(card=999, count=1)]))
+    # Unknown fields (kept by protobuf) can make a Rules message as long as the message
+    # limit: such a message is translated, never remembered.
+    stuffed = pb.Rules.FromString(msg.SerializeToString() + b"\xfa\x3f" + b"\x80\x10" + b"x" * 2048)
+    assert len(stuffed.SerializeToString()) > _REMEMBERED_RULES_BYTES
+    size = _rules_json.cache_info().currsize
+    assert convert.rules_doc(stuffed) == _rules_doc(msg)
+    assert _rules_json.cache_info().currsize == size
 
 
 @pytest.mark.parametrize("players", [2, 4, 6])

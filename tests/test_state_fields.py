@@ -256,7 +256,7 @@ def test_every_document_field_is_in_the_docs():
     import re
     from pathlib import Path
 
-    from engine.codec import PlayerDoc, StateDoc
+    from engine.documents import PlayerDoc, StateDoc
     from engine.view import ViewDoc
 
     api = (Path(__file__).resolve().parent.parent / "docs" / "API.md").read_text()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+import msgspec
 from msgspec import Struct
 
 from engine import (
@@ -21,7 +22,8 @@ from engine import (
     resolve_rules,
     rules_to_dict,
 )
-from engine.codec import StateDoc, plain_fields
+from engine.codec import plain_fields
+from engine.documents import StateDoc
 from engine.rules import OPTION_NAMES
 from engine.state import PLAY
 from engine.view import ViewDoc
@@ -41,6 +43,8 @@ _STATUS_ENUM = {v: k for k, v in _STATUS_OF.items()}
 _GAME_OF = {pb.GAME_STATUS_PLAYING: "playing", pb.GAME_STATUS_OVER: "over"}
 _GAME_ENUM = {v: k for k, v in _GAME_OF.items()}
 _VIEW_STATUS = {**_GAME_ENUM, "seeding": pb.GAME_STATUS_SEEDING}  # a session's view: a fair one's before its deal
+_json_encoder = msgspec.json.Encoder()
+_json_decoder = msgspec.json.Decoder(dict[str, Any])
 
 
 def card(value: int, path: str) -> str:
@@ -80,8 +84,29 @@ _OPTIONAL = tuple(name for name in OPTION_NAMES if name not in _SHAPED
                   and name in pb.Rules.DESCRIPTOR.fields_by_name)
 
 
+# A Rules message with every option set is about 100 bytes; a longer one (unknown fields
+# can make it up to the message limit) is translated without being remembered.
+_REMEMBERED_RULES_BYTES = 1024
+
+
 def rules_doc(msg: pb.Rules) -> dict[str, Any]:
-    """Rules overrides from a Rules message (unset fields keep the preset's values)."""
+    """Rules overrides from a Rules message (unset fields keep the preset's values).
+
+    A game's every call carries the same rules: the translation is remembered by the
+    message's bytes for the last 256 rule sets, each at most _REMEMBERED_RULES_BYTES,
+    and every caller gets a document of its own."""
+    data = msg.SerializeToString()
+    if len(data) > _REMEMBERED_RULES_BYTES:
+        return _rules_doc(msg)
+    return _json_decoder.decode(_rules_json(data))
+
+
+@functools.lru_cache(maxsize=256)
+def _rules_json(data: bytes) -> bytes:
+    return _json_encoder.encode(_rules_doc(pb.Rules.FromString(data)))
+
+
+def _rules_doc(msg: pb.Rules) -> dict[str, Any]:
     doc: dict[str, Any] = {"edition": msg.edition}
     if msg.deck:
         doc["deck"] = {}

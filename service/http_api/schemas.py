@@ -20,7 +20,7 @@ from engine.bots import BotLevel, BotSettings
 from engine.bots.estimate import Estimate
 from engine.bounds import MAX_DECK_SIZE, MAX_PLAYERS, MIN_PLAYERS
 from engine.cards import CARD_CODES
-from engine.codec import StateDoc
+from engine.documents import StateDoc
 from engine.events import EVENT_FIELDS, event_schema
 from engine.records import RECORD_SCHEMA
 from engine.rules import rules_json_schema
