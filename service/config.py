@@ -39,6 +39,7 @@ class Settings:
     grpc_streams: int = 2000
     grpc_streams_per_peer: int = 100
     grpc_state_cache_bytes: int = 16 * 1024 * 1024
+    session_state_cache_bytes: int = 16 * 1024 * 1024
     metrics_port: int = 9464
     redis_url: str | None = _env_named("REDIS_URL")
     redis_timeout: float = 0.5
@@ -128,13 +129,15 @@ class Settings:
         when sessions are off or no Redis is configured."""
         if not (self.sessions and self.redis_configured):
             return None
+        from .recent import RecentStates
         from .store import SessionStore
 
         if self.redis_wait_aof and self.redis_cluster:
             raise ValueError("ONO99_REDIS_WAIT_AOF is not supported with REDIS_CLUSTER: "
                              "set appendfsync always on the cluster's nodes instead")
         return SessionStore(self.connect_redis(), self.redis_breaker_failures, self.redis_breaker_reset,
-                            self.redis_wait_aof, self.redis_timeout, self.webhook_outbox_max)
+                            self.redis_wait_aof, self.redis_timeout, self.webhook_outbox_max,
+                            RecentStates(self.session_state_cache_bytes))
 
     @classmethod
     def from_env(cls, **overrides: Any) -> Settings:

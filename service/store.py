@@ -47,6 +47,7 @@ from .errors import ServiceError
 from .fairness import Fair
 from .fairness import decode as decode_fair
 from .hooks import Hook, outbox_entry
+from .recent import RecentStates
 from .redis_client import Breaker, Client, T, unavailable
 from .timers import TurnTimer
 
@@ -279,6 +280,9 @@ class Session:
     chain: str | None = None  # the chain hash of ``version`` (engine.records); None: no record is kept
     fair: Fair | None = None  # a fair session's secret and seeds (service.fairness); None: not fair
     spectators: dict[str, str] = field(default_factory=dict)  # spectator id to its entry (spectator_entry)
+    # The state ``state`` holds when this process committed those very bytes lately
+    # (SessionStore.states): it is then not decoded and checked again.
+    known: GameState | None = field(default=None, compare=False, repr=False)
 
     def people(self) -> set[str]:
         """The players with a seat token: every seat but those made for a bot."""
@@ -300,7 +304,7 @@ class Session:
         if self.seeding:
             raise ServiceError("not_dealt", "the game is not dealt yet: its seats are sending their seeds "
                                "(POST /v1/sessions/{id}/seed)")
-        return loads_state(self.state)
+        return self.known if self.known is not None else loads_state(self.state)
 
 
 @dataclass(frozen=True)
@@ -324,6 +328,7 @@ class Change:
     player: str = ""  # a timed session: whose action in flight (or timed-out turn) this lands
     record: tuple[str, bytes] | None = None  # an idempotency key and the answer to record
     hooks: list[Hook] = field(default_factory=list)  # the webhook events of the new versions
+    game: GameState | None = None  # the state ``state`` encodes (remembered once committed)
 
     @property
     def chain(self) -> str:
@@ -443,8 +448,13 @@ class SessionStore:
     """
 
     def __init__(self, client: Client, breaker_failures: int = 3, breaker_reset: float = 2.0,
-                 wait_aof: bool = False, timeout: float = 0.5, outbox_max: int = 100_000) -> None:
+                 wait_aof: bool = False, timeout: float = 0.5, outbox_max: int = 100_000,
+                 states: RecentStates | None = None) -> None:
         self.client = client
+        # The states of the versions this process committed lately, by their stored bytes:
+        # a session whose next change comes here (one client playing it, bots after a
+        # person) reads its state without decoding and checking it again.
+        self.states = states or RecentStates(0)
         self.outbox_max = outbox_max  # webhook outbox entries kept at most (about: trimmed by whole nodes)
         self.cluster = type(client).__name__ == "RedisCluster"  # no script may span its slots
         self._commit = client.register_script(_COMMIT)
@@ -560,7 +570,7 @@ class SessionStore:
                        _decode_bots.decode(bots) if bots else {}, _decode_timer.decode(timer) if timer else None,
                        int(deadline or 0), _decode_counts.decode(timeouts) if timeouts else {},
                        replies[1] if idempotency_key else None, chain.decode() if chain else None, decode_fair(fair),
-                       _decode_seats.decode(spectators) if spectators else {})
+                       _decode_seats.decode(spectators) if spectators else {}, self.states.recall(state))
 
     def touch(self, session_id: str, ttl: int) -> None:
         """Slide the session's time to live (reads count as activity)."""
@@ -614,6 +624,8 @@ class SessionStore:
             raise Conflict(int(version))
         if status == 2:
             raise NotDue(int(version))
+        if change.game is not None:
+            self.states.remember(change.state, change.game)
         return int(version)
 
     def claim_due(self, now_ms: int, lease_ms: int, most: int) -> list[tuple[str, int]]:

@@ -136,7 +136,7 @@ class Turns:
         fields["hooks"] = hooks.of_versions(version + 1, [step.events for step in steps], before, after, now,
                                             fields.get("deadline"), bots, forced=fields.get("forced_at") is not None)
         return Change(b"" if after is None else engine.dumps_state(after),
-                      [_json.encode(step.events) for step in steps], made, hashes, **fields)
+                      [_json.encode(step.events) for step in steps], made, hashes, game=after, **fields)
 
     @staticmethod
     def bots_pending(session: Session, state: GameState) -> bool:

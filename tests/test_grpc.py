@@ -321,26 +321,26 @@ def test_committed_stubs_match_the_proto_files(tmp_path):
 
 def test_recent_states_give_back_only_what_this_process_returned_with_its_signature():
     from engine import new_game
-    from service.grpc_api.recent import RecentStates
+    from service.recent import RecentStates
 
     def returned(seed, signature):
         state, _ = new_game({"edition": "2022"}, ["a", "b"], seed=seed)
         msg = pb.SignedState(signature=signature)
         convert.fill_state(msg.state, state)
-        return msg, state
+        return msg.SerializeToString(), state
 
     (m1, s1), (m2, s2), (m3, s3) = returned(1, "sig1"), returned(2, "sig2"), returned(3, "")
-    cost = max(RecentStates.entry_cost(m.SerializeToString()) for m in (m1, m2))
+    cost = max(RecentStates.entry_cost(m) for m in (m1, m2))
     recent = RecentStates(2 * cost)  # room for two of them
     recent.remember(m1, s1)
-    sent_back = pb.SignedState.FromString(m1.SerializeToString())  # as a client sends it
-    assert recent.recall(sent_back) is s1
+    sent_back = pb.SignedState.FromString(m1)  # as a client sends it
+    assert recent.recall(sent_back.SerializeToString()) is s1
     for signature in ("", "sig2", "sïg1"):
         sent_back.signature = signature
-        assert recent.recall(sent_back) is None  # the full path then checks the signature
-    altered = pb.SignedState.FromString(m1.SerializeToString())
+        assert recent.recall(sent_back.SerializeToString()) is None  # the full path then checks the signature
+    altered = pb.SignedState.FromString(m1)
     altered.state.total += 1
-    assert recent.recall(altered) is None  # any other state is decoded and checked in full
+    assert recent.recall(altered.SerializeToString()) is None  # any other state is decoded and checked in full
     recent.remember(m2, s2)
     recent.remember(m3, s3)  # the oldest goes
     assert recent.recall(m1) is None and recent.recall(m2) is s2 and recent.recall(m3) is s3
@@ -348,6 +348,9 @@ def test_recent_states_give_back_only_what_this_process_returned_with_its_signat
     off = RecentStates(0)
     off.remember(m2, s2)
     assert off.recall(m2) is None
+    too_large = RecentStates(RecentStates.entry_cost(m1) - 1)  # an entry over the whole budget is not kept
+    too_large.remember(m1, s1)
+    assert too_large.recall(m1) is None and too_large.used == 0
 
 
 def test_rules_are_translated_once_per_rule_set_and_every_caller_gets_its_own_document():

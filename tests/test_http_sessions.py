@@ -163,3 +163,44 @@ def test_a_creation_is_admitted_before_what_it_sends_is_judged(redis_url):
     problem(keyed.post("/v1/sessions", json=bad, headers={"X-API-Key": "k1"}), 400, "invalid_request")
     off = create_app(make_settings(redis_url, sessions=False), warn_unsigned=False).test_client()
     problem(off.post("/v1/sessions", json=bad), 503, "unavailable")
+
+
+def test_a_state_this_process_committed_is_read_back_as_it_was_and_any_other_is_decoded_in_full(client, redis_url):
+    """A session's state read back byte for byte as this process committed it is the state
+    the engine made (SessionStore.states, ONO99_SESSION_STATE_CACHE_BYTES); a state that
+    anyone else wrote is decoded and checked in full, and an impossible one refused."""
+    import re
+
+    import redis
+
+    from engine import InvalidInputError, apply, dumps_state, loads_state
+    from service.http_api import create_app
+    from service.store import keys
+    from tests.conftest import make_settings
+
+    store = client.application.extensions["ono99"].sessions.store
+    assert store.states.budget == 16 * 1024 * 1024  # the default
+    s = create(client)
+    sid = s["session_id"]
+    acted = client.post(f"/v1/sessions/{sid}/actions", json={"action": next_action(client, sid)},
+                        headers=auth(s["seats"]["ann"]))
+    assert acted.status_code == 200, acted.data
+    read = store.read(sid)
+    assert read.known is not None and read.game() is read.known == loads_state(read.state)
+
+    game = keys(sid)[0]
+    r = redis.Redis.from_url(redis_url)
+    moved = apply(read.known, legal_actions(read.known)[0])[0]  # a state this process never wrote
+    r.hset(game, "state", dumps_state(moved))
+    read = store.read(sid)
+    assert read.known is None and read.game() == moved
+    r.hset(game, "state", re.sub(rb'"total":-?\d+', b'"total":100000', read.state))  # past any limit
+    with pytest.raises(InvalidInputError):
+        store.read(sid).game()
+
+    off = create_app(make_settings(redis_url, session_state_cache_bytes=0), warn_unsigned=False).test_client()
+    s = create(off)
+    sid = s["session_id"]
+    assert off.post(f"/v1/sessions/{sid}/actions", json={"action": next_action(off, sid)},
+                    headers=auth(s["seats"]["ann"])).status_code == 200
+    assert off.application.extensions["ono99"].sessions.store.read(sid).known is None

@@ -11,12 +11,12 @@ import engine
 from .. import metrics
 from ..admission import Caller
 from ..application import Application
+from ..recent import RecentStates
 from ..requests import NewGame
 from . import convert
 from .calls import Calls, abort, on_the_loop, peer_address, seed_of, view_message
 from .gen import ono99_pb2 as pb
 from .gen import ono99_pb2_grpc as pb_grpc
-from .recent import RecentStates
 
 _RECALLED = metrics.GRPC_STATES.labels("recalled")
 _DECODED = metrics.GRPC_STATES.labels("decoded")
@@ -37,7 +37,7 @@ class GameServicer(pb_grpc.GameServiceServicer):
     def _recall(self, signed: pb.SignedState) -> tuple[engine.GameState, bool]:
         """The caller's state, and whether this process returned it (its message is then
         the one fill_state wrote)."""
-        state = self.recent.recall(signed)
+        state = self.recent.recall(signed.SerializeToString())
         if state is None:
             _DECODED.inc()
             return self.app.trusted_state(convert.state_doc(signed.state), signed.signature or None), False
@@ -51,7 +51,7 @@ class GameServicer(pb_grpc.GameServiceServicer):
         signature = outcome.signature
         if signature:
             msg.signature = signature
-        self.recent.remember(msg, outcome.state)
+        self.recent.remember(msg.SerializeToString(), outcome.state)
 
     @on_the_loop
     def NewGame(self, request: pb.NewGameRequest) -> pb.NewGameResponse:

@@ -27,12 +27,12 @@ from ..application import Application
 from ..config import Settings
 from ..live import LiveVersions
 from ..live import connect as connect_live
+from ..recent import RecentStates
 from .calls import GAME_SERVICE, SESSION_SERVICE, CallInterceptor, Calls
 from .errors import to_status
 from .games import GameServicer
 from .gen import ono99_pb2_grpc as pb_grpc
 from .generic import GenericHandlersOnly
-from .recent import RecentStates
 from .sessions import SessionServicer, StreamLimits
 
 log = logging.getLogger("ono99.grpc")
