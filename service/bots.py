@@ -137,6 +137,8 @@ def keeps_a_person(people: Iterable[Any], bots: dict[str, BotSettings]) -> bool:
 def next_bot(state: GameState, bots: dict[str, BotSettings], patient: bool = True) -> str | None:
     """The bot seat whose move is due now, if any (see :meth:`Bots.play` for
     ``patient``)."""
+    if not bots:
+        return None  # a table of people only: no one to ask who acts
     owing = {state.players[i].id for i in state.owed_draws}
     person_owes = patient and any(p not in bots for p in owing)
     return next((p for p in players_to_act(state) if p in bots and (p in owing or not person_owes)), None)
@@ -144,4 +146,4 @@ def next_bot(state: GameState, bots: dict[str, BotSettings], patient: bool = Tru
 
 def bots_due(state: GameState, bots: dict[str, BotSettings]) -> bool:
     """Whether a bot seat's move is due now (the one :meth:`Bots.play` would make first)."""
-    return bool(bots) and next_bot(state, bots) is not None  # a session of people only asks no one
+    return next_bot(state, bots) is not None
