@@ -370,12 +370,18 @@ def test_rules_are_translated_once_per_rule_set_and_every_caller_gets_its_own_do
     with pytest.raises(InvalidInputError):  # a bad card is still refused
         convert.rules_doc(pb.Rules(edition="2022", deck=[pb.DeckEntry(card=999, count=1)]))
     # Unknown fields (kept by protobuf) can make a Rules message as long as the message
-    # limit: such a message is translated, never remembered.
-    stuffed = pb.Rules.FromString(msg.SerializeToString() + b"\xfa\x3f" + b"\x80\x10" + b"x" * 2048)
-    assert len(stuffed.SerializeToString()) > _REMEMBERED_RULES_BYTES
-    size = _rules_json.cache_info().currsize
-    assert convert.rules_doc(stuffed) == _rules_doc(msg)
-    assert _rules_json.cache_info().currsize == size
+    # limit: one over _REMEMBERED_RULES_BYTES is translated, never remembered.
+    def stuffed(length):  # msg with an unknown field (number 1023) making it ``length`` bytes
+        head = msg.SerializeToString() + b"\xfa\x3f\x80\x10"  # tag, then a two-byte length
+        payload = length - len(head)
+        made = pb.Rules.FromString(head[:-2] + bytes([0x80 | payload & 0x7F, payload >> 7]) + b"x" * payload)
+        assert len(made.SerializeToString()) == length
+        return made
+
+    for length, kept in ((_REMEMBERED_RULES_BYTES, 1), (_REMEMBERED_RULES_BYTES + 1, 0)):
+        size = _rules_json.cache_info().currsize
+        assert convert.rules_doc(stuffed(length)) == _rules_doc(msg)
+        assert _rules_json.cache_info().currsize == size + kept
 
 
 @pytest.mark.parametrize("players", [2, 4, 6])
