@@ -2,8 +2,8 @@
 
 The document's shape is declared once, as msgspec structs (engine/documents.py):
 msgspec checks types, ranges and unknown fields while it parses; :func:`state_from_doc`
-then checks what needs the whole state (every card of the deck exactly once, a current player who can
-act, ...). Decoding trusts nothing and says precisely what is wrong.
+then checks what needs the whole state (every card of the deck exactly once, a current
+player who can act, ...). Decoding trusts nothing and says precisely what is wrong.
 """
 
 from __future__ import annotations
