@@ -1,20 +1,18 @@
 """Turn flow (RULES.md §2–§5): new games, legal actions and applying an action.
 
 ``legal_actions``, ``can_act`` and ``apply`` share one judgement of a card
-(:func:`why_not`) and one generator of what a hand allows (:func:`_moves`), so an
+(:func:`why_not`) and one list of what a hand allows (:func:`_moves`), so an
 action is accepted exactly when it is listed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from typing import Any, Final, Protocol
-
-from msgspec import structs
+from collections.abc import Mapping
+from typing import Any, Final
 
 from .actions import parse_action
 from .cards import TOTAL_DELTA
-from .errors import IllegalActionError, InvalidInputError
+from .errors import IllegalActionError
 from .rules import AUTO, MANUAL, Rules
 from .scoring import mode
 from .state import (
@@ -26,7 +24,6 @@ from .state import (
     PLAYING,
     SWAP,
     Action,
-    ActionType,
     GameState,
     Play2,
     Turn,
@@ -49,15 +46,6 @@ _EXPLAIN = {
 }
 
 
-class _Position(Protocol):
-    @property
-    def rules(self) -> Rules: ...
-    @property
-    def total(self) -> int: ...
-    @property
-    def turn(self) -> Turn: ...
-
-
 def new_total(rules: Rules, total: int, card: str) -> int:
     """The running total after ``card`` (R-TOT-1, R-TOT-2)."""
     if card == "-10":
@@ -67,7 +55,7 @@ def new_total(rules: Rules, total: int, card: str) -> int:
     return total + TOTAL_DELTA[card]
 
 
-def why_not(s: _Position, card: str) -> tuple[str, str] | None:
+def why_not(s: GameState | Table, card: str) -> tuple[str, str] | None:
     """Why the player to act may not play ``card`` now (rule id, reason), or None.
 
     Only the total, a pending first-of-two card and an ono99 already played this turn
@@ -90,7 +78,7 @@ def why_not(s: _Position, card: str) -> tuple[str, str] | None:
     return None
 
 
-def _can_swap(s: _Position, hand: tuple[str, ...]) -> bool:
+def _can_swap(s: GameState | Table, hand: tuple[str, ...]) -> bool:
     """R-99-2: four ono99 cards in hand, swap allowed, not yet swapped this turn."""
     return s.rules.ono99_swap and not s.turn.swapped and hand.count("ono99") >= 4
 
@@ -105,36 +93,39 @@ def _can_draw(s: GameState | Table, seat: int) -> bool:
     return seat in s.owed_draws and bool(s.draw_pile or s.discard_pile)
 
 
-_ACTION_TYPES: Final = frozenset(ActionType)
-
-
-def _moves(s: GameState | Table, seat: int) -> Iterator[Action]:
-    """The actions of the player at ``seat`` taking their turn, lazily and in order:
-    each distinct playable card of the hand, the R-99-2 swap, and, only when there is
-    neither, the cards they must bust with in points scoring (R-PTS-1).
+def _moves(s: GameState | Table, seat: int, first: bool = False) -> list[Action]:
+    """The actions of the player at ``seat`` taking their turn, in order: each distinct
+    playable card of the hand, the R-99-2 swap, and, only when there is neither, the
+    cards they must bust with in points scoring (R-PTS-1). With ``first``, only the
+    first of them (or none): whether there is one.
 
     The one judgement of a hand: ``legal_actions`` lists it, ``can_act`` asks for its
     first action, ``apply`` accepts a play exactly when it is among them.
     """
     player = s.players[seat]
     pid, hand = player.id, player.hand
+    moves: list[Action] = []
     plays: list[str] = []
     for card in hand:
         if card not in plays and why_not(s, card) is None:
             plays.append(card)
-            yield Action(pid, PLAY, card)
-    swap = _can_swap(s, hand)
-    if swap:
-        yield Action(pid, SWAP)
-    if not plays and not swap and _can_bust(s.rules):
+            moves.append(Action(pid, PLAY, card))
+            if first:
+                return moves
+    if _can_swap(s, hand):
+        moves.append(Action(pid, SWAP))
+    elif not plays and _can_bust(s.rules):
         for card in dict.fromkeys(hand):
             if why_not(s, card) == OVER_LIMIT:
-                yield Action(pid, PLAY, card)
+                moves.append(Action(pid, PLAY, card))
+                if first:
+                    return moves
+    return moves
 
 
 def can_act(t: Table | GameState, seat: int) -> bool:
     """Whether ``seat`` has any action now, taking their turn (R-ELIM-2)."""
-    return next(_moves(t, seat), None) is not None or _can_draw(t, seat)
+    return bool(_moves(t, seat, first=True)) or _can_draw(t, seat)
 
 
 def legal_actions(state: GameState) -> list[Action]:
@@ -142,7 +133,7 @@ def legal_actions(state: GameState) -> list[Action]:
     in manual-draw mode. Empty once the game is over."""
     if state.status != PLAYING or state.current is None:
         return []
-    actions = list(_moves(state, state.current))
+    actions = _moves(state, state.current)
     if state.owed_draws:
         actions.extend(Action(state.players[i].id, DRAW) for i in state.owed_draws if _can_draw(state, i))
     return actions
@@ -164,8 +155,6 @@ def apply(state: GameState, action: Action | Mapping[str, Any]) -> tuple[GameSta
         raise IllegalActionError("R-WIN-1", "game_over", "the game is over")
     pid = action.player
     kind = action.type
-    if kind not in _ACTION_TYPES:  # an Action built by hand may hold anything
-        raise InvalidInputError(f"unknown action type {kind!r}: play, swap_ono99 or draw", "action.type")
     seat = state.current
     if seat is None or state.players[seat].id != pid:  # most actions are the current player's
         seat = state.seat(pid)
@@ -185,7 +174,7 @@ def apply(state: GameState, action: Action | Mapping[str, Any]) -> tuple[GameSta
     problem = why_not(state, card)
     # A card judged playable is always among the moves; only a refused one needs the
     # rest of them (it may be a bust, R-PTS-1).
-    if problem is not None and Action(pid, PLAY, card) not in list(_moves(state, seat)):
+    if problem is not None and Action(pid, PLAY, card) not in _moves(state, seat):
         if problem == OVER_LIMIT and _can_bust(state.rules):
             raise IllegalActionError("R-PTS-1", "total_would_reach_limit",
                                      "going over the limit is allowed only without a legal play")
@@ -221,15 +210,15 @@ def _play(t: Table, seat: int, card: str, bust: bool) -> None:
     else:
         t.owed_draws = (seat,)  # R-DRAW-1
     if bust:
-        t.players[seat] = structs.replace(p, hand=hand, status=OUT_OF_ROUND, busted=True)
+        t.players[seat] = p.replace(hand=hand, status=OUT_OF_ROUND, busted=True)
     else:
-        t.players[seat] = structs.replace(p, hand=hand)
+        t.players[seat] = p.replace(hand=hand)
     if drawn is not None:
         events.append({"type": "drew", "player": pid, "card": drawn})
     if bust:
         events.append({"type": "out_of_round", "player": pid, "reason": "busted"})  # R-PTS-1
     if first_of_two and not deflect and not bust:
-        t.turn = structs.replace(t.turn, play2=Play2(seat, 1))  # R-P2-1: the second card follows
+        t.turn = Turn(Play2(seat, 1), t.turn.swapped, t.turn.ono99_played)  # R-P2-1: the second card follows
         enter_turn(t)
     elif bust and play2 is not None:
         # R-P2-5: the obligated player left the round, which clears the obligation,
@@ -253,7 +242,7 @@ def _card_effect(t: Table, card: str, first_of_two: bool) -> bool:
         return first_of_two and "reverse" in rules.play2_deflectors and (
             n_active > 2 or rules.reverse_deflects_in_two_player)  # R-P2-6
     if card == "ono99":
-        t.turn = structs.replace(t.turn, ono99_played=True)  # R-99-3
+        t.turn = Turn(t.turn.play2, t.turn.swapped, True)  # R-99-3
     return first_of_two and card in rules.play2_deflectors  # R-P2-2, R-P2-3
 
 
@@ -273,7 +262,7 @@ def _apply_swap(state: GameState, seat: int) -> tuple[GameState, list[Event]]:
     kept = list(hand)
     for _ in range(4):
         kept.remove("ono99")
-    t.players[seat] = structs.replace(p, hand=tuple(kept))
+    t.players[seat] = p.replace(hand=tuple(kept))
     t.discard_pile = t.discard_pile + ("ono99",) * 4
     if t.owed_draws:
         forfeit_draws(t)
@@ -284,12 +273,12 @@ def _apply_swap(state: GameState, seat: int) -> tuple[GameState, list[Event]]:
         # R-99-2: the swap is the turn's play (one of two under a Play 2; no deflection).
         play2 = t.turn.play2
         if play2 is not None and play2.cards_left == 2:
-            t.turn = structs.replace(t.turn, play2=Play2(seat, 1))
+            t.turn = Turn(Play2(seat, 1), t.turn.swapped, t.turn.ono99_played)
             enter_turn(t)
         else:
             _end_turn(t, seat, obligate=False)
     else:
-        t.turn = structs.replace(t.turn, swapped=True)
+        t.turn = Turn(t.turn.play2, True, t.turn.ono99_played)
         enter_turn(t)
     return t.freeze(), t.events
 

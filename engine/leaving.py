@@ -3,8 +3,6 @@ a player who forfeits. Not a move a player sends: the service applies it."""
 
 from __future__ import annotations
 
-from msgspec import structs
-
 from .errors import IllegalActionError
 from .game import enter_turn
 from .scoring import mode
@@ -24,7 +22,7 @@ def forfeit(state: GameState, player: str) -> tuple[GameState, list[Event]]:
     if state.players[seat].status == OUT:
         raise IllegalActionError("R-TIME-1", "already_out", f"{player!r} is out of the game already")
     t = Table(state)
-    t.players[seat] = structs.replace(t.players[seat], status=OUT)
+    t.players[seat] = t.players[seat].replace(status=OUT)
     t.owed_draws = tuple(i for i in t.owed_draws if i != seat)
     t.events.append({"type": "eliminated", "player": player, "reason": "forfeit"})
     left = [i for i, p in enumerate(t.players) if p.status != OUT]

@@ -13,8 +13,6 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import ClassVar, Final
 
-from msgspec import structs
-
 from .cards import HAND_POINTS, deck_cards
 from .rules import ELIMINATION, LAST_STANDING, LOWEST_SCORE, POINTS, TOKENS, Rules, Scoring
 from .shuffle import shuffled
@@ -147,7 +145,7 @@ def _take_out(t: Table, seat: int, status: PlayerStatus, kind: str, reason: str)
     p = t.players[seat]
     t.turn = NEW_TURN
     t.owed_draws = tuple(i for i in t.owed_draws if i != seat)
-    t.players[seat] = structs.replace(p, status=status)
+    t.players[seat] = p.replace(status=status)
     t.events.append({"type": kind, "player": p.id, "reason": reason})
 
 
@@ -161,10 +159,10 @@ def token_round_over(t: Table, seat: int) -> None:
     token, or leave the game when they have none left."""
     p = t.players[seat]
     if p.tokens > 0:
-        t.players[seat] = structs.replace(p, tokens=p.tokens - 1)
+        t.players[seat] = p.replace(tokens=p.tokens - 1)
         t.events.append({"type": "token_lost", "player": p.id, "tokens": p.tokens - 1})
     else:
-        t.players[seat] = structs.replace(p, status=OUT)
+        t.players[seat] = p.replace(status=OUT)
         t.events.append({"type": "eliminated", "player": p.id, "reason": "no_tokens"})
     t.events.append({"type": "round_over", "round": t.round, "player": p.id})
     remaining = in_game(t)
@@ -198,7 +196,7 @@ def points_round_over(t: Table) -> None:
     for i in seats:
         p = t.players[i]
         gained = hand_points(p.hand, rules.hand_size, p.busted)
-        t.players[i] = structs.replace(p, score=p.score + gained)
+        t.players[i] = p.replace(score=p.score + gained)
         points[p.id] = gained
         scores[p.id] = p.score + gained
     t.events.append({"type": "round_over", "round": t.round, "points": points, "scores": scores})
@@ -206,7 +204,7 @@ def points_round_over(t: Table) -> None:
     if rules.end == LAST_STANDING:
         # R-PTS-4: who reaches the target leaves the game; the last one left wins.
         for i in reached:
-            t.players[i] = structs.replace(t.players[i], status=OUT)
+            t.players[i] = t.players[i].replace(status=OUT)
             t.events.append({"type": "eliminated", "player": t.players[i].id, "reason": "reached_target"})
         remaining = [i for i in seats if i not in reached]
         if len(remaining) == 1:
@@ -247,9 +245,9 @@ def new_round(t: Table) -> None:
     t.discard_pile = ()
     for i, p in enumerate(t.players):  # what a round resets (ROUND_RESETS); the rest is kept
         if p.status == OUT:
-            t.players[i] = structs.replace(p, hand=(), busted=False)
+            t.players[i] = p.replace(hand=(), busted=False)
         else:
-            t.players[i] = structs.replace(p, hand=tuple(hands[i]), status=ACTIVE, busted=False)
+            t.players[i] = p.replace(hand=tuple(hands[i]), status=ACTIVE, busted=False)
     n = len(t.players)
     starter = t.round_starter
     for _ in range(n):

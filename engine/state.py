@@ -1,17 +1,16 @@
 """The immutable game state and the action value type.
 
-They are frozen msgspec structs: immutable and compared by value like tuples, with
-attribute reads and construction cheaper than a NamedTuple's (the hot path reads and
-builds them at every step). They are never part of a reference cycle,
-so the garbage collector does not track them.
+They are immutable and compared by value like tuples (:class:`Value`). This module is
+compiled with the rest of the engine (mypyc), and compiled code reads and builds them
+as native objects, which the hot path does at every step.
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Any, ClassVar, Final, Self
 
-from msgspec import Struct
-
+from .errors import InvalidInputError
 from .rules import Rules
 
 Seed = int | str
@@ -32,43 +31,94 @@ class GameStatus(StrEnum):
     OVER = "over"
 
 
-# As module names: the hot path compares against these (faster than an enum member's
-# class attribute lookup).
-ACTIVE, OUT, OUT_OF_ROUND = PlayerStatus.ACTIVE, PlayerStatus.OUT, PlayerStatus.OUT_OF_ROUND
-PLAYING, OVER = GameStatus.PLAYING, GameStatus.OVER
+# As module names: the hot path compares against these (compiled code reads a Final
+# name without a dictionary lookup).
+ACTIVE: Final = PlayerStatus.ACTIVE
+OUT: Final = PlayerStatus.OUT
+OUT_OF_ROUND: Final = PlayerStatus.OUT_OF_ROUND
+PLAYING: Final = GameStatus.PLAYING
+OVER: Final = GameStatus.OVER
 
 
-class Player(Struct, frozen=True, gc=False):
+class Value:
+    """An immutable value of named fields (``FIELDS``, in order), equal to another of its
+    class with equal fields. Each field is a ``Final`` attribute set once in
+    ``__init__``, which mypy holds to: compiled, reading or building one is a native
+    operation (a frozen dataclass or msgspec struct goes through Python's generic
+    attribute machinery), and assigning to a field raises AttributeError."""
+
+    FIELDS: ClassVar[tuple[str, ...]] = ()
+
+    def values(self) -> tuple[Any, ...]:
+        return tuple([getattr(self, f) for f in self.FIELDS])
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and self.values() == other.values()
+
+    def __hash__(self) -> int:
+        return hash(self.values())
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{f}={getattr(self, f)!r}' for f in self.FIELDS)})"
+
+    def but(self, **changes: Any) -> Self:
+        """This value with the fields named changed (for code off the hot path: it looks
+        every field up by name)."""
+        unknown = set(changes) - set(self.FIELDS)
+        if unknown:
+            raise TypeError(f"{type(self).__name__} has no field {', '.join(sorted(unknown))}")
+        return type(self)(**{f: changes[f] if f in changes else getattr(self, f) for f in self.FIELDS})
+
+
+class Player(Value):
     """One seat. ``hand`` of an eliminated player holds the cards laid face up (R-ELIM-1)."""
 
-    id: str
-    hand: tuple[str, ...]
-    status: PlayerStatus = ACTIVE
-    tokens: int = 0
-    score: int = 0
-    busted: bool = False  # reached the limit this round (R-PTS-1, 25 points in R-PTS-3)
+    FIELDS = ("id", "hand", "status", "tokens", "score", "busted")
+
+    def __init__(self, id: str, hand: tuple[str, ...], status: PlayerStatus = ACTIVE, tokens: int = 0,
+                 score: int = 0, busted: bool = False) -> None:
+        self.id: Final = id
+        self.hand: Final = hand
+        self.status: Final = status
+        self.tokens: Final = tokens
+        self.score: Final = score
+        self.busted: Final = busted  # reached the limit this round (R-PTS-1, 25 points in R-PTS-3)
+
+    def replace(self, hand: tuple[str, ...] | None = None, status: PlayerStatus | None = None,
+                tokens: int | None = None, score: int | None = None, busted: bool | None = None) -> Player:
+        """This seat with the fields given changed (None: kept): the hot path's
+        :meth:`Value.but`, a constructor call."""
+        return Player(self.id, self.hand if hand is None else hand, self.status if status is None else status,
+                      self.tokens if tokens is None else tokens, self.score if score is None else score,
+                      self.busted if busted is None else busted)
 
 
-class Play2(Struct, frozen=True, gc=False):
+class Play2(Value):
     """A pending Play 2 obligation: seat index of the obligated player and plays still owed."""
 
-    player: int
-    cards_left: int
+    FIELDS = ("player", "cards_left")
+
+    def __init__(self, player: int, cards_left: int) -> None:
+        self.player: Final = player
+        self.cards_left: Final = cards_left
 
 
-class Turn(Struct, frozen=True, gc=False):
+class Turn(Value):
     """What the turn under way carries: its Play 2 obligation and what the player to act
     has done so far. A new turn starts from :data:`NEW_TURN`."""
 
-    play2: Play2 | None = None  # R-P2
-    swapped: bool = False  # the current player swapped (ono99_swap_ends_turn: false, R-99-2)
-    ono99_played: bool = False  # an ono99 was played (R-99-3: at most one)
+    FIELDS = ("play2", "swapped", "ono99_played")
+
+    def __init__(self, play2: Play2 | None = None, swapped: bool = False, ono99_played: bool = False) -> None:
+        self.play2: Final = play2  # R-P2
+        self.swapped: Final = swapped  # the current player swapped (ono99_swap_ends_turn: false, R-99-2)
+        self.ono99_played: Final = ono99_played  # an ono99 was played (R-99-3: at most one)
 
 
-NEW_TURN = Turn()
+NEW_TURN: Final = Turn()
 
 
-class GameState(Struct, frozen=True, gc=False):
+class GameState(Value):
     """Everything needed to continue a game, hidden information included.
 
     Seats are indexes into ``players``; the document form (ids) is in :mod:`engine.codec`.
@@ -76,21 +126,28 @@ class GameState(Struct, frozen=True, gc=False):
     others).
     """
 
-    rules: Rules
-    players: tuple[Player, ...]
-    draw_pile: tuple[str, ...]  # next card to be drawn first
-    discard_pile: tuple[str, ...]  # most recently played last
-    total: int
-    direction: int  # 1 clockwise, -1 counter-clockwise
-    current: int | None  # seat to act; None once the game is over
-    status: GameStatus
-    seed: Seed
-    shuffles: int  # shuffles done so far: the next one is seeded by (seed, shuffles)
-    turn: Turn = NEW_TURN
-    round: int = 1
-    winners: tuple[int, ...] = ()
-    round_starter: int = 0  # seat that started this round (R-ROUND)
-    owed_draws: tuple[int, ...] = ()  # seats that may still draw (draw: "manual", R-DRAW-1)
+    FIELDS = ("rules", "players", "draw_pile", "discard_pile", "total", "direction", "current", "status", "seed",
+              "shuffles", "turn", "round", "winners", "round_starter", "owed_draws")
+
+    def __init__(self, rules: Rules, players: tuple[Player, ...], draw_pile: tuple[str, ...],
+                 discard_pile: tuple[str, ...], total: int, direction: int, current: int | None,
+                 status: GameStatus, seed: Seed, shuffles: int, turn: Turn = NEW_TURN, round: int = 1,
+                 winners: tuple[int, ...] = (), round_starter: int = 0, owed_draws: tuple[int, ...] = ()) -> None:
+        self.rules: Final = rules
+        self.players: Final = players
+        self.draw_pile: Final = draw_pile  # next card to be drawn first
+        self.discard_pile: Final = discard_pile  # most recently played last
+        self.total: Final = total
+        self.direction: Final = direction  # 1 clockwise, -1 counter-clockwise
+        self.current: Final = current  # seat to act; None once the game is over
+        self.status: Final = status
+        self.seed: Final = seed
+        self.shuffles: Final = shuffles  # shuffles done so far: the next one is seeded by (seed, shuffles)
+        self.turn: Final = turn
+        self.round: Final = round
+        self.winners: Final = winners
+        self.round_starter: Final = round_starter  # seat that started this round (R-ROUND)
+        self.owed_draws: Final = owed_draws  # seats that may still draw (draw: "manual", R-DRAW-1)
 
     def seat(self, player_id: str) -> int | None:
         """Seat index of a player id, or None."""
@@ -108,14 +165,33 @@ class ActionType(StrEnum):
     DRAW = "draw"  # draw an owed card, draw "manual" only (R-DRAW-1)
 
 
-PLAY = ActionType.PLAY
-DRAW = ActionType.DRAW
-SWAP = ActionType.SWAP
+PLAY: Final = ActionType.PLAY
+DRAW: Final = ActionType.DRAW
+SWAP: Final = ActionType.SWAP
 
 
-class Action(Struct, frozen=True, gc=False):
+def _action_type(name: str) -> ActionType:
+    """The type an action's string names; InvalidInputError for any other string."""
+    try:
+        return ActionType(name)
+    except ValueError:
+        raise InvalidInputError(f"unknown action type {name!r}: play, swap_ono99 or draw", "action.type") from None
+
+
+class Action(Value):
     """A move: ``play`` (with ``card``), ``swap_ono99`` or ``draw``, by player id."""
 
-    player: str
-    type: ActionType
-    card: str | None = None
+    FIELDS = ("player", "type", "card")
+
+    def __init__(self, player: str, type: ActionType | str, card: str | None = None) -> None:
+        self.player: Final = player
+        self.type: Final = type if isinstance(type, ActionType) else _action_type(type)
+        self.card: Final = card
+
+    # A search keys its tree by actions: compared and hashed field by field, not by name.
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, Action) and self.player == other.player and self.type == other.type
+                and self.card == other.card)
+
+    def __hash__(self) -> int:
+        return hash((self.player, self.type, self.card))

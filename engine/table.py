@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from msgspec import structs
-
 from .shuffle import shuffled
 from .state import ACTIVE, NEW_TURN, OVER, GameState, Player
 
@@ -23,7 +21,7 @@ class Table:
     ways.
     """
 
-    __slots__ = (*GameState.__struct_fields__, "events")
+    __slots__ = (*GameState.FIELDS, "events")
 
     def __init__(self, s: GameState) -> None:
         self.rules = s.rules
@@ -95,7 +93,7 @@ def draw_card(t: Table, seat: int) -> None:
     card = take_top(t)
     if card is not None:
         p = t.players[seat]
-        t.players[seat] = structs.replace(p, hand=p.hand + (card,))
+        t.players[seat] = p.replace(hand=p.hand + (card,))
         t.events.append({"type": "drew", "player": p.id, "card": card})
 
 

@@ -99,7 +99,7 @@ def shown_state(state: GameState, fair: Fair | None) -> GameState:
     while the game runs."""
     if fair is None or state.status != GameStatus.PLAYING:
         return state
-    return msgspec.structs.replace(state, seed=HIDDEN_SEED)
+    return state.but(seed=HIDDEN_SEED)
 
 
 def parse_fair(options: Mapping[str, object], most_seconds: int) -> int | None:

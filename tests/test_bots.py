@@ -87,9 +87,7 @@ def _hidden_cards_dealt_again(state: GameState, actor: str, rng: random.Random) 
         players[i] = players[i].__class__(players[i].id, tuple(pool[:n]), players[i].status, players[i].tokens,
                                           players[i].score, players[i].busted)
         pool = pool[n:]
-    from msgspec import structs
-
-    return structs.replace(state, players=tuple(players), draw_pile=tuple(pool))
+    return state.but(players=tuple(players), draw_pile=tuple(pool))
 
 
 def test_a_seed_and_a_number_of_simulations_give_the_same_choice():

@@ -11,7 +11,6 @@ import time
 import grpc
 import pytest
 import requests
-from msgspec import structs
 
 from engine import decode_state, encode_state, legal_actions, new_game, parse_action
 from engine.actions import format_action
@@ -76,7 +75,7 @@ def test_the_service_hands_the_bot_only_the_seats_view(servers):
     http, _, channel = servers
     state, _ = new_game({"edition": "2022"}, ["a", "b", "c"], seed=8)
     b = state.players[1]
-    swapped = structs.replace(state, players=(state.players[0], structs.replace(b, hand=state.draw_pile[:4]),
+    swapped = state.but(players=(state.players[0], b.but(hand=state.draw_pile[:4]),
                                               state.players[2]),
                               draw_pile=b.hand + state.draw_pile[4:])
     assert swapped != state

@@ -13,7 +13,6 @@ import random
 
 import msgspec
 import pytest
-from msgspec import structs
 
 from engine import apply, decode_state, dumps_state, encode_state, legal_actions, loads_state, new_game, view_doc
 from engine.bots.seat import Seat
@@ -29,9 +28,9 @@ RULES = [{"edition": "2022"}, {"edition": "1980", "draw": "manual", "scoring": "
          {"edition": "1980", "scoring": "points", "target": 60}, {"edition": "2022", "total_floor": None}]
 # The turn's parts and the players' fields count one by one: a path that kept the turn
 # or the players but dropped a part of them fails for that part.
-FIELDS = tuple(f for f in GameState.__struct_fields__ if f != "turn") + tuple(
-    f"turn.{f}" for f in Turn.__struct_fields__) + tuple(
-    f"players.{f}" for f in Player.__struct_fields__ if f not in ("id", "hand"))
+FIELDS = tuple(f for f in GameState.FIELDS if f != "turn") + tuple(
+    f"turn.{f}" for f in Turn.FIELDS) + tuple(
+    f"players.{f}" for f in Player.FIELDS if f not in ("id", "hand"))
 
 
 def _rare_states() -> list[GameState]:
@@ -100,14 +99,14 @@ def test_a_new_round_keeps_every_player_field_it_does_not_reset():
     from engine.scoring import ROUND_RESETS, new_round
 
     state = puzzle("1980", hands={"ann": ["2", "3", "4", "5"], "bob": ["6", "7", "8", "9"]}, scoring="points")
-    state = msgspec.structs.replace(state, players=tuple(
-        msgspec.structs.replace(p, **{f: _changed(getattr(p, f)) for f in Player.__struct_fields__
+    state = state.but(players=tuple(
+        p.but(**{f: _changed(getattr(p, f)) for f in Player.FIELDS
                                       if f not in ROUND_RESETS and f not in ("id", "status")})
         for p in state.players))
     t = Table(state)
     new_round(t)
     for before, after in zip(state.players, t.players, strict=True):
-        for f in Player.__struct_fields__:
+        for f in Player.FIELDS:
             if f not in ROUND_RESETS:
                 assert getattr(after, f) == getattr(before, f), f
 
@@ -151,11 +150,11 @@ def test_a_seats_view_and_the_states_a_bot_deals_from_it_keep_the_field(samples,
         pytest.skip(f"{name} differs from a new game's only once the game is over; a bot deals states in play")
     for seat, player in enumerate(state.players):
         dealt = Seat(view_doc(state, player.id)).deal(random.Random(seat))
-        for field in set(GameState.__struct_fields__) - HIDDEN - {"players"}:
+        for field in set(GameState.FIELDS) - HIDDEN - {"players"}:
             assert getattr(dealt, field) == getattr(state, field), (name, field)
         assert len(dealt.draw_pile) == len(state.draw_pile)
         for mine, theirs in zip(dealt.players, state.players, strict=True):
-            assert structs.replace(mine, hand=()) == structs.replace(theirs, hand=())
+            assert mine.but(hand=()) == theirs.but(hand=())
             assert len(mine.hand) == len(theirs.hand)
         assert dealt.players[seat].hand == player.hand
 

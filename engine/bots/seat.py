@@ -13,8 +13,6 @@ from __future__ import annotations
 import random
 from collections import Counter
 
-from msgspec import structs
-
 from ..codec import plain_fields
 from ..errors import InvalidInputError
 from ..game import legal_actions
@@ -75,8 +73,10 @@ class Seat:
                 hand = tuple(p.hand)
             players.append(Player(id=p.id, hand=hand, status=p.status, tokens=p.tokens, score=p.score,
                                   busted=p.busted))
-        return structs.replace(self._public, players=tuple(players), draw_pile=tuple(pool[taken:]),
-                               seed=rng.getrandbits(63))
+        public = self._public
+        return GameState(public.rules, tuple(players), tuple(pool[taken:]), public.discard_pile, public.total,
+                         public.direction, public.current, public.status, rng.getrandbits(63), public.shuffles,
+                         public.turn, public.round, public.winners, public.round_starter, public.owed_draws)
 
     def actions(self) -> list[Action]:
         """What this seat may do now (the same in every full state of its view): an owed
