@@ -90,6 +90,35 @@ def _hidden_cards_dealt_again(state: GameState, actor: str, rng: random.Random) 
     return state.but(players=tuple(players), draw_pile=tuple(pool))
 
 
+@pytest.mark.rules("R-SET-3")
+def test_a_determinization_deals_the_unseen_cards_uniformly():
+    """Every card the seat cannot see is as likely in each hidden place (another hand or
+    any depth of the draw pile) as its share of the unseen cards: over 4,000 deals, each
+    card's frequency in each place is within 0.03 of that share (about six standard
+    deviations; the deals are seeded, so the test gives the same figures every run). A
+    deal that left the unseen cards in their order fails it (0.95), and so does a
+    shuffle that drew each swap's partner from the whole list (0.31)."""
+    from collections import Counter
+
+    from engine.bots.seat import Seat
+
+    state, _ = new_game({"edition": "2022"}, ["ann", "bob", "cid"], seed=5)
+    seat = Seat(view_doc(state, "ann"))
+    share = {card: n / len(seat.unseen) for card, n in Counter(seat.unseen).items()}
+    rng = random.Random(11)
+    deals = 4000
+    places: list[Counter[str]] = []
+    for _ in range(deals):
+        dealt = seat.deal(rng)
+        hidden = [*dealt.players[1].hand, *dealt.players[2].hand, *dealt.draw_pile]
+        places += [Counter() for _ in range(len(hidden) - len(places))]
+        for place, card in zip(places, hidden, strict=False):
+            place[card] += 1
+    assert len(places) == len(seat.unseen)
+    worst = max(abs(place[card] / deals - p) for place in places for card, p in share.items())
+    assert worst < 0.03, worst
+
+
 def test_a_seed_and_a_number_of_simulations_give_the_same_choice():
     state, _ = new_game({"edition": "2022"}, ["a", "b", "c", "d"], seed=5)
     view = view_doc(state, "a")
