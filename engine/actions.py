@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from .errors import InvalidInputError, convert
-from .state import PLAY, Action, ActionType
+from .state import PLAY, Action
 
 PLAYER_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
@@ -32,14 +32,13 @@ def parse_action(doc: Any) -> Action:
 
 def _parse_action(doc: Any) -> Action:
     parsed = doc if type(doc) is ActionDoc else convert(doc, ActionDoc, "action")
-    kind = ActionType(parsed.type)
-    if kind == PLAY:
-        if parsed.card is None:
+    action = Action(parsed.player, parsed.type, parsed.card)  # an unknown type: InvalidInputError
+    if action.type == PLAY:
+        if action.card is None:
             raise InvalidInputError("a play needs a card", "action.card")
-        return Action(parsed.player, PLAY, parsed.card)
-    if parsed.card is not None:
+    elif action.card is not None:
         raise InvalidInputError(f"a {parsed.type} action takes no card", "action.card")
-    return Action(parsed.player, kind)
+    return action
 
 
 def action_doc(action: Action) -> ActionDoc:

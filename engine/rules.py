@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any, Final
 
@@ -184,6 +184,11 @@ class Rules:
     tokens: int
     target: int
     end: End
+
+    def __reduce__(self) -> tuple[type[Rules], tuple[Any, ...]]:
+        # pickle and copy rebuild the rules through the constructor (compiled, a frozen
+        # dataclass's fields cannot be set afterwards).
+        return Rules, tuple([getattr(self, f.name) for f in fields(self)])
 
     @property
     def deck_counts(self) -> dict[str, int]:

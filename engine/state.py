@@ -41,11 +41,15 @@ OVER: Final = GameStatus.OVER
 
 
 class Value:
-    """An immutable value of named fields (``FIELDS``, in order), equal to another of its
-    class with equal fields. Each field is a ``Final`` attribute set once in
-    ``__init__``, which mypy holds to: compiled, reading or building one is a native
-    operation (a frozen dataclass or msgspec struct goes through Python's generic
-    attribute machinery), and assigning to a field raises AttributeError."""
+    """An immutable value of named fields (``FIELDS``: the parameters of ``__init__``, in
+    order; tests/test_state_fields.py holds the two equal), equal to another of its class
+    with equal fields. Each field is a ``Final`` attribute set once in ``__init__``.
+
+    Compiled (a mypyc native class), reading or building one is a native operation (a
+    frozen dataclass or msgspec struct goes through Python's generic attribute
+    machinery), assigning to a field raises AttributeError, and the constructor checks
+    each argument's type (TypeError). Interpreted, neither is checked at run time: mypy
+    refuses both, and the engine builds its values only from checked documents."""
 
     FIELDS: ClassVar[tuple[str, ...]] = ()
 
@@ -53,13 +57,20 @@ class Value:
         return tuple([getattr(self, f) for f in self.FIELDS])
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and self.values() == other.values()
+        if type(other) is not type(self):
+            return NotImplemented
+        return self.values() == other.values()
 
     def __hash__(self) -> int:
         return hash(self.values())
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({', '.join(f'{f}={getattr(self, f)!r}' for f in self.FIELDS)})"
+
+    def __reduce__(self) -> tuple[type[Self], tuple[Any, ...]]:
+        # pickle and copy rebuild a value through its constructor (compiled, its fields
+        # cannot be set afterwards).
+        return type(self), self.values()
 
     def but(self, **changes: Any) -> Self:
         """This value with the fields named changed (for code off the hot path: it looks
@@ -190,8 +201,9 @@ class Action(Value):
 
     # A search keys its tree by actions: compared and hashed field by field, not by name.
     def __eq__(self, other: object) -> bool:
-        return (isinstance(other, Action) and self.player == other.player and self.type == other.type
-                and self.card == other.card)
+        if not isinstance(other, Action):
+            return NotImplemented
+        return self.player == other.player and self.type == other.type and self.card == other.card
 
     def __hash__(self) -> int:
         return hash((self.player, self.type, self.card))

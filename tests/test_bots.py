@@ -84,8 +84,7 @@ def _hidden_cards_dealt_again(state: GameState, actor: str, rng: random.Random) 
     players = list(state.players)
     for i in hidden:
         n = len(players[i].hand)
-        players[i] = players[i].__class__(players[i].id, tuple(pool[:n]), players[i].status, players[i].tokens,
-                                          players[i].score, players[i].busted)
+        players[i] = players[i].replace(hand=tuple(pool[:n]))
         pool = pool[n:]
     return state.but(players=tuple(players), draw_pile=tuple(pool))
 

@@ -75,9 +75,8 @@ def test_the_service_hands_the_bot_only_the_seats_view(servers):
     http, _, channel = servers
     state, _ = new_game({"edition": "2022"}, ["a", "b", "c"], seed=8)
     b = state.players[1]
-    swapped = state.but(players=(state.players[0], b.but(hand=state.draw_pile[:4]),
-                                              state.players[2]),
-                              draw_pile=b.hand + state.draw_pile[4:])
+    swapped = state.but(players=(state.players[0], b.but(hand=state.draw_pile[:4]), state.players[2]),
+                        draw_pile=b.hand + state.draw_pile[4:])
     assert swapped != state
     bot = {"kind": "ismcts", "simulations": 40, "seed": 3}
     answers = [requests.post(f"{http.url}/v1/games/suggest", json={**signed(s), "player": "a", "bot": bot},

@@ -9,6 +9,9 @@ that sets it (add rules below that make it happen)."""
 
 from __future__ import annotations
 
+import copy
+import inspect
+import pickle
 import random
 
 import msgspec
@@ -17,7 +20,7 @@ import pytest
 from engine import apply, decode_state, dumps_state, encode_state, legal_actions, loads_state, new_game, view_doc
 from engine.bots.seat import Seat
 from engine.rules import resolve_rules, rules_to_dict
-from engine.state import GameState, Player, Turn
+from engine.state import Action, GameState, Play2, Player, Turn
 from engine.table import Table
 from engine.view import ViewDoc
 from service.grpc_api import convert
@@ -101,7 +104,7 @@ def test_a_new_round_keeps_every_player_field_it_does_not_reset():
     state = puzzle("1980", hands={"ann": ["2", "3", "4", "5"], "bob": ["6", "7", "8", "9"]}, scoring="points")
     state = state.but(players=tuple(
         p.but(**{f: _changed(getattr(p, f)) for f in Player.FIELDS
-                                      if f not in ROUND_RESETS and f not in ("id", "status")})
+                 if f not in ROUND_RESETS and f not in ("id", "status")})
         for p in state.players))
     t = Table(state)
     new_round(t)
@@ -114,6 +117,26 @@ def test_a_new_round_keeps_every_player_field_it_does_not_reset():
 def _changed(value: object) -> object:
     """A value of the same type off its default."""
     return value + 7 if isinstance(value, int) and not isinstance(value, bool) else not value
+
+
+@pytest.mark.parametrize("cls", [GameState, Player, Turn, Play2, Action])
+def test_a_values_fields_are_its_constructors_parameters(cls):
+    """FIELDS (equality, hashing, ``but``, the scratch table, the codec's plain fields)
+    names exactly the constructor's parameters, in order: a field added to one and not
+    the other fails here. Compiled, mypyc lists a native class's attributes; interpreted,
+    the signature says."""
+    compiled = getattr(cls, "__mypyc_attrs__", None)
+    made = compiled if compiled is not None else tuple(inspect.signature(cls).parameters)
+    assert made == cls.FIELDS
+
+
+@pytest.mark.parametrize("name", FIELDS)
+def test_pickle_and_copy_give_back_an_equal_state_that_reads_the_same(samples, name):
+    state = samples[name]
+    for again in (pickle.loads(pickle.dumps(state)), copy.copy(state), copy.deepcopy(state)):
+        assert again == state and hash(again) == hash(state) and dumps_state(again) == dumps_state(state)
+    action = Action("ann", "play", "5")
+    assert pickle.loads(pickle.dumps(action)) == action and copy.copy(action) == action
 
 
 @pytest.mark.parametrize("name", FIELDS)
