@@ -36,8 +36,7 @@ _CONVERTED: Final = frozenset({"rules", "players", "draw_pile", "discard_pile", 
 
 def plain_fields(doc: type[Struct]) -> tuple[str, ...]:
     """The fields of a document type copied by name from the state (see _CONVERTED)."""
-    state_fields = GameState.FIELDS
-    return tuple(f for f in doc.__struct_fields__ if f in state_fields and f not in _CONVERTED)
+    return tuple(f for f in doc.__struct_fields__ if f in GameState.FIELDS and f not in _CONVERTED)
 
 
 def seat_fields(state: GameState) -> dict[str, Any]:

@@ -219,7 +219,7 @@ def _play(t: Table, seat: int, card: str, bust: bool) -> None:
         events.append({"type": "out_of_round", "player": pid, "reason": "busted"})  # R-PTS-1
     if first_of_two and not deflect and not bust:
         # R-P2-1: the second card follows.
-        t.turn = Turn(play2=Play2(seat, 1), swapped=t.turn.swapped, ono99_played=t.turn.ono99_played)
+        t.turn = t.turn.replace(play2=Play2(seat, 1))
         enter_turn(t)
     elif bust and play2 is not None:
         # R-P2-5: the obligated player left the round, which clears the obligation,
@@ -243,7 +243,7 @@ def _card_effect(t: Table, card: str, first_of_two: bool) -> bool:
         return first_of_two and "reverse" in rules.play2_deflectors and (
             n_active > 2 or rules.reverse_deflects_in_two_player)  # R-P2-6
     if card == "ono99":
-        t.turn = Turn(play2=t.turn.play2, swapped=t.turn.swapped, ono99_played=True)  # R-99-3
+        t.turn = t.turn.replace(ono99_played=True)  # R-99-3
     return first_of_two and card in rules.play2_deflectors  # R-P2-2, R-P2-3
 
 
@@ -274,12 +274,12 @@ def _apply_swap(state: GameState, seat: int) -> tuple[GameState, list[Event]]:
         # R-99-2: the swap is the turn's play (one of two under a Play 2; no deflection).
         play2 = t.turn.play2
         if play2 is not None and play2.cards_left == 2:
-            t.turn = Turn(play2=Play2(seat, 1), swapped=t.turn.swapped, ono99_played=t.turn.ono99_played)
+            t.turn = t.turn.replace(play2=Play2(seat, 1))
             enter_turn(t)
         else:
             _end_turn(t, seat, obligate=False)
     else:
-        t.turn = Turn(play2=t.turn.play2, swapped=True, ono99_played=t.turn.ono99_played)
+        t.turn = t.turn.replace(swapped=True)
         enter_turn(t)
     return t.freeze(), t.events
 

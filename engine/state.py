@@ -125,6 +125,13 @@ class Turn(Value):
         self.swapped: Final = swapped  # the current player swapped (ono99_swap_ends_turn: false, R-99-2)
         self.ono99_played: Final = ono99_played  # an ono99 was played (R-99-3: at most one)
 
+    def replace(self, play2: Play2 | None = None, swapped: bool | None = None,
+                ono99_played: bool | None = None) -> Turn:
+        """This turn with the fields given changed (None: kept; a turn's Play 2 is cleared
+        only by a new turn): the hot path's :meth:`Value.but`, a constructor call."""
+        return Turn(self.play2 if play2 is None else play2, self.swapped if swapped is None else swapped,
+                    self.ono99_played if ono99_played is None else ono99_played)
+
 
 NEW_TURN: Final = Turn()
 

@@ -135,8 +135,25 @@ def test_pickle_and_copy_give_back_an_equal_state_that_reads_the_same(samples, n
     state = samples[name]
     for again in (pickle.loads(pickle.dumps(state)), copy.copy(state), copy.deepcopy(state)):
         assert again == state and hash(again) == hash(state) and dumps_state(again) == dumps_state(state)
+
+
+def test_a_value_equals_only_a_value_of_its_class_with_equal_fields():
+    from unittest.mock import ANY
+
+    from engine.state import NEW_TURN
+
+    assert Turn() == NEW_TURN and hash(Turn()) == hash(NEW_TURN)
+    assert Play2(0, 2) != Play2(0, 1) and Play2(0, 2) != Turn(Play2(0, 2))
+    assert Player("ann", ("5",)) != ("ann", ("5",), "active", 0, 0, False)
+    assert Action("ann", "draw") == Action("ann", "draw") != Action("bob", "draw")
+    # Another type decides (NotImplemented), as with any Python value.
+    assert Player("ann", ()) == ANY and Action("ann", "draw") == ANY
+
+
+def test_pickle_and_copy_give_back_an_equal_action():
     action = Action("ann", "play", "5")
-    assert pickle.loads(pickle.dumps(action)) == action and copy.copy(action) == action
+    for again in (pickle.loads(pickle.dumps(action)), copy.copy(action), copy.deepcopy(action)):
+        assert again == action and hash(again) == hash(action) and again.type is action.type
 
 
 @pytest.mark.parametrize("name", FIELDS)

@@ -73,12 +73,7 @@ class Seat:
                 hand = tuple(p.hand)
             players.append(Player(id=p.id, hand=hand, status=p.status, tokens=p.tokens, score=p.score,
                                   busted=p.busted))
-        public = self._public
-        return GameState(rules=public.rules, players=tuple(players), draw_pile=tuple(pool[taken:]),
-                         discard_pile=public.discard_pile, total=public.total, direction=public.direction,
-                         current=public.current, status=public.status, seed=rng.getrandbits(63),
-                         shuffles=public.shuffles, turn=public.turn, round=public.round, winners=public.winners,
-                         round_starter=public.round_starter, owed_draws=public.owed_draws)
+        return self._public.but(players=tuple(players), draw_pile=tuple(pool[taken:]), seed=rng.getrandbits(63))
 
     def actions(self) -> list[Action]:
         """What this seat may do now (the same in every full state of its view): an owed
