@@ -49,6 +49,8 @@ PLAYERS_BY_NAME: dict[str, dict[str, Any]] = {
     "heuristic": {"kind": "heuristic"},
     "ismcts": {"kind": "ismcts"},  # its default settings: DEFAULT_BUDGET_MS a move
     "oracle": {"oracle": DEFAULT_BUDGET_MS},  # ISMCTS' default time a move, the whole state seen
+    "oracle_1000": {"oracle": None, "simulations": 1000},
+    "hands_1000": {"oracle": None, "simulations": 1000, "sees": "hands"},  # every hand, not the draw pile
     "ismcts_50": {"kind": "ismcts", "simulations": 50},
     "ismcts_200": {"kind": "ismcts", "simulations": 200},
     "ismcts_1000": {"kind": "ismcts", "simulations": 1000},
@@ -68,7 +70,7 @@ def same_play(spec: dict[str, Any]) -> str:
     """What decides how a player plays: a level and the kind it is a preset of, or two
     names of the same settings, play the very same games (the seeds are the seat's)."""
     if "oracle" in spec:
-        return f"oracle {spec['oracle']}"
+        return f"oracle {spec['oracle']} {spec.get('simulations')} {spec.get('sees', 'all')}"
     return json.dumps(msgspec.to_builtins(msgspec.structs.replace(parse_bot({**spec, "seed": 0}), level=None,
                                                                   seed=None)), sort_keys=True)
 
@@ -76,8 +78,8 @@ def same_play(spec: dict[str, Any]) -> str:
 def player(spec: dict[str, Any], seed: int) -> Player:
     """How one seat plays: the oracle from the state, every bot from its seat's view."""
     if "oracle" in spec:
-        budget_ms = spec["oracle"]
-        return lambda state, actor: oracle_action(state, actor, budget_ms, seed)
+        budget_ms, simulations, sees = spec["oracle"], spec.get("simulations"), spec.get("sees", "all")
+        return lambda state, actor: oracle_action(state, actor, budget_ms, seed, simulations, sees)
     settings = parse_bot({**spec, "seed": seed})
     return lambda state, actor: choose(view_doc(state, actor), settings).action
 

@@ -1,6 +1,8 @@
 """The oracle: Monte Carlo Tree Search that sees the whole state (every hand, the draw
 pile and the seed of the reshuffles to come), at the same budget and with the same
-rollouts as ISMCTS.
+rollouts as ISMCTS. A second oracle sees every hand but not the draw pile's order: the
+share of the ceiling that knowing the others' hands alone is worth (what reading their
+plays could at best bring).
 
 No honest bot can see what it sees, so its win rate is the ceiling that the bots'
 benchmark holds them against. It lives here, beside the benchmarks, and nowhere the
@@ -32,6 +34,19 @@ class Omniscient:
         return [a for a in legal_actions(self.state) if a.player == self.player]
 
 
-def oracle_action(state: GameState, player: str, budget_ms: int, seed: int) -> Action:
-    """The oracle's move for ``player``: the most visited after ``budget_ms`` of search."""
-    return search(Omniscient(state, player), random.Random(seed), None, budget_ms, 1.0, heuristic_policy)[0]
+class HandsSeen(Omniscient):
+    """Sees every hand, but not the draw pile's order nor the reshuffles to come: each
+    deal is the true state with its draw pile shuffled and a fresh seed."""
+
+    def deal(self, rng: random.Random) -> GameState:
+        pile = list(self.state.draw_pile)
+        rng.shuffle(pile)
+        return self.state.but(draw_pile=tuple(pile), seed=rng.getrandbits(63))
+
+
+def oracle_action(state: GameState, player: str, budget_ms: int | None, seed: int, simulations: int | None = None,
+                  sees: str = "all") -> Action:
+    """The oracle's move for ``player``: the most visited after ``budget_ms`` of search
+    (or ``simulations`` iterations); ``sees`` "hands": every hand but not the draw pile."""
+    knowledge = (HandsSeen if sees == "hands" else Omniscient)(state, player)
+    return search(knowledge, random.Random(seed), simulations, budget_ms, 1.0, heuristic_policy)[0]
