@@ -11,7 +11,8 @@ The interval is over deals (each deal's mean over its four seatings is one sampl
 unit that is independent: a normal interval around the mean of the deal means. Every
 bot sees only its seat's view (the service's ``engine.bots.choose``), except ``oracle``
 (benchmarks/oracle.py), which sees the whole state: its edge over parity is the
-ceiling, and the share of it that ISMCTS closes is printed.
+ceiling, and the share of it that ISMCTS closes is printed; ``hands_1000`` sees every
+hand but not the draw pile, what knowing the others' hands alone is worth.
 
 Then ISMCTS iterations per second on one core, from the opening position of each edition
 at 200 iterations a move. The last line printed is one JSON object with every figure.

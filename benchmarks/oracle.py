@@ -44,9 +44,12 @@ class HandsSeen(Omniscient):
         return self.state.but(draw_pile=tuple(pile), seed=rng.getrandbits(63))
 
 
+# What an oracle may see, by the name a benchmark gives it.
+SEES: dict[str, type[Omniscient]] = {"all": Omniscient, "hands": HandsSeen}
+
+
 def oracle_action(state: GameState, player: str, budget_ms: int | None, seed: int, simulations: int | None = None,
                   sees: str = "all") -> Action:
     """The oracle's move for ``player``: the most visited after ``budget_ms`` of search
-    (or ``simulations`` iterations); ``sees`` "hands": every hand but not the draw pile."""
-    knowledge = (HandsSeen if sees == "hands" else Omniscient)(state, player)
-    return search(knowledge, random.Random(seed), simulations, budget_ms, 1.0, heuristic_policy)[0]
+    (or ``simulations`` iterations), seeing what ``sees`` names (:data:`SEES`)."""
+    return search(SEES[sees](state, player), random.Random(seed), simulations, budget_ms, 1.0, heuristic_policy)[0]
