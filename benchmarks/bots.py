@@ -48,6 +48,7 @@ RATE_SIMULATIONS = 200  # iterations a move when measuring ISMCTS iterations per
 PLAYERS_BY_NAME: dict[str, dict[str, Any]] = {
     "random": {"kind": "random"},
     "heuristic": {"kind": "heuristic"},
+    "patient": {"kind": "patient"},
     "ismcts": {"kind": "ismcts"},  # its default settings: DEFAULT_BUDGET_MS a move
     "oracle": {"oracle": DEFAULT_BUDGET_MS},  # ISMCTS' default time a move, the whole state seen
     "oracle_1000": {"oracle": None, "simulations": 1000},
@@ -55,12 +56,13 @@ PLAYERS_BY_NAME: dict[str, dict[str, Any]] = {
     "ismcts_50": {"kind": "ismcts", "simulations": 50},
     "ismcts_200": {"kind": "ismcts", "simulations": 200},
     "ismcts_1000": {"kind": "ismcts", "simulations": 1000},
+    "ismcts_1000_heuristic_rollouts": {"kind": "ismcts", "simulations": 1000, "rollout": "heuristic"},
     "easy": {"level": "easy"},
     "medium": {"level": "medium"},
     "hard": {"level": "hard"},
 }
-PAIRINGS = ["heuristic_vs_random", "ismcts_vs_heuristic", "ismcts_vs_random", "ismcts_vs_ismcts",
-            "oracle_vs_heuristic",
+PAIRINGS = ["heuristic_vs_random", "patient_vs_heuristic", "patient_vs_random",
+            "ismcts_vs_heuristic", "ismcts_vs_random", "ismcts_vs_ismcts", "oracle_vs_heuristic",
             "ismcts_50_vs_heuristic", "ismcts_200_vs_heuristic", "ismcts_1000_vs_heuristic",
             "medium_vs_easy", "hard_vs_medium", "hard_vs_easy"]
 

@@ -14,7 +14,11 @@ from __future__ import annotations
 import random
 
 from engine import Action, GameState, legal_actions
-from engine.bots.ismcts import heuristic_policy, search
+from engine.bots import ROLLOUTS, BotSettings
+from engine.bots.ismcts import search
+
+# ISMCTS' own rollouts and exploration: its defaults.
+_DEFAULT = BotSettings(kind="ismcts")
 
 
 class Omniscient:
@@ -52,4 +56,5 @@ def oracle_action(state: GameState, player: str, budget_ms: int | None, seed: in
                   sees: str = "all") -> Action:
     """The oracle's move for ``player``: the most visited after ``budget_ms`` of search
     (or ``simulations`` iterations), seeing what ``sees`` names (:data:`SEES`)."""
-    return search(SEES[sees](state, player), random.Random(seed), simulations, budget_ms, 1.0, heuristic_policy)[0]
+    return search(SEES[sees](state, player), random.Random(seed), simulations, budget_ms, _DEFAULT.uct_c,
+                  ROLLOUTS[_DEFAULT.rollout])[0]

@@ -12,12 +12,13 @@ from hypothesis import strategies as st
 
 from engine import GameState, IllegalActionError, InvalidInputError, apply, legal_actions, new_game, view_doc
 from engine.bots import DEFAULT_BUDGET_MS, cautious, choose, parse_bot, players_to_act
-from engine.bots.heuristic import heuristic_action
+from engine.bots.heuristic import heuristic_action, patient_action
 from tests.conftest import puzzle
 from tests.test_random_play import CONFIGS
 
-BOTS = [{"kind": "random"}, {"kind": "heuristic"}, {"kind": "ismcts", "simulations": 12},
-        {"kind": "ismcts", "simulations": 12, "rollout": "random"}]
+BOTS = [{"kind": "random"}, {"kind": "heuristic"}, {"kind": "patient"}, {"kind": "ismcts", "simulations": 12},
+        {"kind": "ismcts", "simulations": 12, "rollout": "random"},
+        {"kind": "ismcts", "simulations": 12, "rollout": "heuristic"}]
 
 
 def positions(config: str, players: int, games: int, seed: int):
@@ -41,7 +42,7 @@ def test_every_bot_chooses_a_legal_action_in_every_position(config):
         for actor in players_to_act(state):
             view = view_doc(state, actor)
             assert cautious(view) in legal  # what a turn timer plays for an absent player
-            kinds = BOTS if i % 8 == 0 else BOTS[:2]  # ISMCTS on one position in eight: it is slower
+            kinds = BOTS if i % 8 == 0 else BOTS[:3]  # ISMCTS on one position in eight: it is slower
             for bot in kinds:
                 found = choose(view, parse_bot({**bot, "seed": i}))
                 assert found.action in legal, (config, bot, found.action)
@@ -177,6 +178,31 @@ def test_heuristic_plays_its_highest_number_card_and_keeps_the_safe_ones():
     state = puzzle(hands={"a": ["-10", "3", "9", "0"], "b": ["1", "2", "3", "4"]}, total=95)
     actions = [a for a in legal_actions(state) if a.player == "a"]
     assert heuristic_action(state, actions).card == "3"
+
+
+@pytest.mark.rules("R-P2-2", "R-P2-1")
+def test_the_patient_player_keeps_its_reverse_under_a_play2_while_a_number_card_may_be_played():
+    hands = {"a": ["5", "reverse", "9", "3"], "b": ["1", "2", "3", "4"], "c": ["1", "2", "3", "4"]}
+    state = puzzle(hands=hands, total=40, play2={"player": "a", "cards_left": 2})
+    actions = [a for a in legal_actions(state) if a.player == "a"]
+    assert patient_action(state, actions).card == "9"  # two number cards, the reverse kept
+    # With only safe cards left it plays them as the heuristic does: a card that adds
+    # nothing before a -10, the reverse (which here deflects) before a play2.
+    hands["a"] = ["-10", "play2", "reverse", "-10"]
+    state = puzzle(hands=hands, total=40, play2={"player": "a", "cards_left": 2})
+    actions = [a for a in legal_actions(state) if a.player == "a"]
+    assert patient_action(state, actions).card == heuristic_action(state, actions).card == "reverse"
+
+
+@pytest.mark.rules("R-P2-1")
+def test_the_patient_player_does_not_attack_with_a_play2_while_a_number_card_may_be_played():
+    state = puzzle(hands={"a": ["play2", "3", "4", "0"], "b": ["1", "2", "3", "4"]}, total=90)
+    actions = [a for a in legal_actions(state) if a.player == "a"]
+    assert heuristic_action(state, actions).card == "play2"
+    assert patient_action(state, actions).card == "4"
+    state = puzzle(hands={"a": ["-10", "3", "9", "0"], "b": ["1", "2", "3", "4"]}, total=95)
+    actions = [a for a in legal_actions(state) if a.player == "a"]
+    assert patient_action(state, actions).card == "3"  # the highest number card that may be played
 
 
 @pytest.mark.rules("R-99-2")

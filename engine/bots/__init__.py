@@ -6,6 +6,8 @@ The kinds:
 
 - ``random``: uniformly among the seat's legal actions.
 - ``heuristic``: the rule-based player of :mod:`engine.bots.heuristic`.
+- ``patient``: the same player keeping its ``reverse`` and ``play2`` cards as safe
+  cards (stronger; :func:`engine.bots.heuristic.patient_action`).
 - ``ismcts``: Information Set Monte Carlo Tree Search (:mod:`engine.bots.ismcts`),
   for ``simulations`` iterations or ``budget_ms`` milliseconds.
 
@@ -34,11 +36,11 @@ from ..shuffle import random_seed
 from ..state import DRAW, PLAYING, Action, GameState
 from ..view import ViewDoc
 from .estimate import estimate
-from .heuristic import cautious_action, heuristic_action
-from .ismcts import heuristic_policy, random_policy, search
+from .heuristic import cautious_action, heuristic_action, patient_action
+from .ismcts import Policy, heuristic_policy, patient_policy, random_policy, search
 from .seat import Seat, owed_draw
 
-BotKind = Literal["random", "heuristic", "ismcts"]
+BotKind = Literal["random", "heuristic", "patient", "ismcts"]
 KINDS: tuple[str, ...] = get_args(BotKind)
 Level = Literal["easy", "medium", "hard"]
 DEFAULT_BUDGET_MS = 240  # an ismcts move's time when neither simulations nor budget_ms is given
@@ -59,7 +61,7 @@ class BotSettings(Struct, frozen=True, forbid_unknown_fields=True, omit_defaults
     budget_ms: Annotated[int, Meta(ge=1, le=MAX_BUDGET_MS)] | None = None
     seed: BotSeed | None = None
     uct_c: Annotated[float, Meta(ge=0, le=10)] = 1.0
-    rollout: Literal["random", "heuristic"] = "heuristic"
+    rollout: Literal["random", "heuristic", "patient"] = "patient"
 
 
 class BotLevel(Struct, frozen=True, forbid_unknown_fields=True):
@@ -69,6 +71,9 @@ class BotLevel(Struct, frozen=True, forbid_unknown_fields=True):
     level: Level
     seed: BotSeed | None = None
 
+
+# The rollout policies an ismcts bot may name.
+ROLLOUTS: dict[str, Policy] = {"random": random_policy, "heuristic": heuristic_policy, "patient": patient_policy}
 
 # Each level's kind and budget, weakest first (benchmarks/bots.py measures the order).
 LEVELS: dict[Level, BotSettings] = {
@@ -157,8 +162,10 @@ def choose(view: ViewDoc, settings: BotSettings, limit_ms: int | None = None) ->
         action = actions[rng.randrange(len(actions))]
     elif settings.kind == "heuristic":
         action = heuristic_action(seat.deal(rng), actions)
+    elif settings.kind == "patient":
+        action = patient_action(seat.deal(rng), actions)
     elif settings.kind == "ismcts":
-        rollout = heuristic_policy if settings.rollout == "heuristic" else random_policy
+        rollout = ROLLOUTS[settings.rollout]
         budget = min((ms for ms in (settings.budget_ms, limit_ms) if ms is not None), default=None)
         action, stats = search(seat, rng, settings.simulations, budget, settings.uct_c, rollout)
         if settings.simulations is not None:
@@ -171,6 +178,6 @@ def choose(view: ViewDoc, settings: BotSettings, limit_ms: int | None = None) ->
     return Suggestion(action, settings, stats)
 
 
-__all__ = ["DEFAULT_BUDGET_MS", "KINDS", "BotSettings", "Suggestion", "bot_to_dict", "cautious", "choose",
+__all__ = ["DEFAULT_BUDGET_MS", "KINDS", "ROLLOUTS", "BotSettings", "Suggestion", "bot_to_dict", "cautious", "choose",
            "parse_bot",
            "players_to_act"]

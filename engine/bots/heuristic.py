@@ -22,6 +22,15 @@ In order:
 
 It reads only the seat's own hand and what every player sees (the total, the rules,
 a pending Play 2), so it plays the same in every state of a view.
+
+The *patient* player (:func:`patient_action`) is the same player without steps 3 and 4:
+it neither deflects a Play 2 nor attacks with one while a number card may be played, and
+keeps its ``reverse`` and ``play2`` cards with the other safe cards for when nothing else
+may be played.
+Against three heuristic players it wins about 31 % of four-player games where parity is
+25 %, and against three random players about 54 % where the heuristic wins 47 %
+(docs/BOTS.md): a safe card kept is worth more than the harm it could do now. It is the
+search's default rollout policy.
 """
 
 from __future__ import annotations
@@ -39,6 +48,17 @@ _SAFE: Final = frozenset({"-10", "reverse", "play2", "hold", "ono99", "0"})
 
 def heuristic_action(state: GameState, actions: list[Action]) -> Action:
     """The heuristic's choice among ``actions`` (one seat's, not empty) in ``state``."""
+    return _choice(state, actions, True)
+
+
+def patient_action(state: GameState, actions: list[Action]) -> Action:
+    """The patient player's choice among ``actions`` (one seat's, not empty) in ``state``:
+    the heuristic's without its steps 3 and 4, so a ``reverse`` or a ``play2`` is played
+    only as the other safe cards are, when no number card may be."""
+    return _choice(state, actions, False)
+
+
+def _choice(state: GameState, actions: list[Action], spends_specials: bool) -> Action:
     draw = owed_draw(actions)
     if draw is not None:
         return draw
@@ -52,18 +72,19 @@ def heuristic_action(state: GameState, actions: list[Action]) -> Action:
     # first card tells whether every one busts.
     if plays and why_not(state, next(iter(plays))) is not None:
         return plays[max(plays, key=HAND_POINTS.__getitem__)]
-    return plays[_card(state, plays)]
+    return plays[_card(state, plays, spends_specials)]
 
 
-def _card(state: GameState, plays: dict[str, Action]) -> str:
+def _card(state: GameState, plays: dict[str, Action], spends_specials: bool) -> str:
     rules = state.rules
-    play2 = state.turn.play2
-    if play2 is not None and play2.cards_left == 2:
-        for card in rules.play2_deflectors:
-            if card in plays:
-                return card
-    if "play2" in plays and state.total >= rules.limit - ATTACK:
-        return "play2"
+    if spends_specials:
+        play2 = state.turn.play2
+        if play2 is not None and play2.cards_left == 2:
+            for card in rules.play2_deflectors:
+                if card in plays:
+                    return card
+        if "play2" in plays and state.total >= rules.limit - ATTACK:
+            return "play2"
     numbers = [c for c in plays if c not in _SAFE]
     if numbers:
         return max(numbers, key=TOTAL_DELTA.__getitem__)

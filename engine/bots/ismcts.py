@@ -11,7 +11,8 @@ Each iteration:
    in place of its parent's visits; the tree's nodes are sequences of public moves,
    shared by every determinization.
 3. *Expand*: add one child for an untried available action, and play it.
-4. *Roll out*: play the game on with ``rollout`` (the heuristic or uniformly random)
+4. *Roll out*: play the game on with ``rollout`` (the patient player, by default, the
+   heuristic or uniformly random)
    until it ends, or for points and tokens scoring until the round ends.
 5. *Back-propagate*: every move on the path is credited with the result for the
    player who made it: 1 for a win (shared among joint winners), 0 for a loss; at a
@@ -33,7 +34,7 @@ from ..game import apply, legal_actions
 from ..scoring import mode
 from ..state import OVER, Action, GameState
 from .estimate import Estimate, estimate
-from .heuristic import heuristic_action
+from .heuristic import heuristic_action, patient_action
 from .seat import owed_draw
 
 
@@ -73,6 +74,10 @@ def random_policy(state: GameState, actions: list[Action], rng: random.Random) -
 
 def heuristic_policy(state: GameState, actions: list[Action], rng: random.Random) -> Action:
     return heuristic_action(state, actions)
+
+
+def patient_policy(state: GameState, actions: list[Action], rng: random.Random) -> Action:
+    return patient_action(state, actions)
 
 
 def _settle(state: GameState) -> tuple[GameState, list[Action]]:
