@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.oracle import oracle_action
 from engine import Action, GameState, apply, new_game, view_doc
-from engine.bots import DEFAULT_BUDGET_MS, choose, parse_bot, players_to_act
+from engine.bots import DEFAULT_BUDGET_MS, DEFAULT_ROLLOUT, choose, parse_bot, players_to_act
 from engine.state import PLAYING
 
 PLAYERS = ["p0", "p1", "p2", "p3"]
@@ -51,8 +51,10 @@ PLAYERS_BY_NAME: dict[str, dict[str, Any]] = {
     "patient": {"kind": "patient"},
     "ismcts": {"kind": "ismcts"},  # its default settings: DEFAULT_BUDGET_MS a move
     "oracle": {"oracle": DEFAULT_BUDGET_MS},  # ISMCTS' default time a move, the whole state seen
-    "oracle_1000": {"oracle": None, "simulations": 1000},
-    "hands_1000": {"oracle": None, "simulations": 1000, "sees": "hands"},  # every hand, not the draw pile
+    "oracle_heuristic_rollouts": {"oracle": DEFAULT_BUDGET_MS, "rollout": "heuristic"},
+    # At 1,000 iterations a move with the heuristic's rollouts, as docs/BOTS.md reports them.
+    "oracle_1000": {"oracle": None, "simulations": 1000, "rollout": "heuristic"},
+    "hands_1000": {"oracle": None, "simulations": 1000, "sees": "hands", "rollout": "heuristic"},  # not the draw pile
     "ismcts_50": {"kind": "ismcts", "simulations": 50},
     "ismcts_200": {"kind": "ismcts", "simulations": 200},
     "ismcts_1000": {"kind": "ismcts", "simulations": 1000},
@@ -73,7 +75,7 @@ def same_play(spec: dict[str, Any]) -> str:
     """What decides how a player plays: a level and the kind it is a preset of, or two
     names of the same settings, play the very same games (the seeds are the seat's)."""
     if "oracle" in spec:
-        return f"oracle {spec['oracle']} {spec.get('simulations')} {spec.get('sees', 'all')}"
+        return f"oracle {spec['oracle']} {spec.get('simulations')} {spec.get('sees', 'all')} {spec.get('rollout')}"
     return json.dumps(msgspec.to_builtins(msgspec.structs.replace(parse_bot({**spec, "seed": 0}), level=None,
                                                                   seed=None)), sort_keys=True)
 
@@ -82,7 +84,8 @@ def player(spec: dict[str, Any], seed: int) -> Player:
     """How one seat plays: the oracle from the state, every bot from its seat's view."""
     if "oracle" in spec:
         budget_ms, simulations, sees = spec["oracle"], spec.get("simulations"), spec.get("sees", "all")
-        return lambda state, actor: oracle_action(state, actor, budget_ms, seed, simulations, sees)
+        rollout = spec.get("rollout", DEFAULT_ROLLOUT)
+        return lambda state, actor: oracle_action(state, actor, budget_ms, seed, simulations, sees, rollout)
     settings = parse_bot({**spec, "seed": seed})
     return lambda state, actor: choose(view_doc(state, actor), settings).action
 

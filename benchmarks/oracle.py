@@ -1,8 +1,8 @@
 """The oracle: Monte Carlo Tree Search that sees the whole state (every hand, the draw
 pile and the seed of the reshuffles to come), at the same budget and with the same
-rollouts as ISMCTS. A second oracle sees every hand but not the draw pile's order: the
-share of the ceiling that knowing the others' hands alone is worth (what reading their
-plays could at best bring).
+rollouts as ISMCTS (or the rollouts a benchmark names). A second oracle sees every hand
+but not the draw pile's order: the share of the ceiling that knowing the others' hands
+alone is worth (what reading their plays could at best bring).
 
 No honest bot can see what it sees, so its win rate is the ceiling that the bots'
 benchmark holds them against. It lives here, beside the benchmarks, and nowhere the
@@ -14,11 +14,8 @@ from __future__ import annotations
 import random
 
 from engine import Action, GameState, legal_actions
-from engine.bots import ROLLOUTS, BotSettings
+from engine.bots import DEFAULT_ROLLOUT, ROLLOUTS, BotSettings, Rollout
 from engine.bots.ismcts import search
-
-# ISMCTS' own rollouts and exploration: its defaults.
-_DEFAULT = BotSettings(kind="ismcts")
 
 
 class Omniscient:
@@ -53,8 +50,9 @@ SEES: dict[str, type[Omniscient]] = {"all": Omniscient, "hands": HandsSeen}
 
 
 def oracle_action(state: GameState, player: str, budget_ms: int | None, seed: int, simulations: int | None = None,
-                  sees: str = "all") -> Action:
+                  sees: str = "all", rollout: Rollout = DEFAULT_ROLLOUT) -> Action:
     """The oracle's move for ``player``: the most visited after ``budget_ms`` of search
-    (or ``simulations`` iterations), seeing what ``sees`` names (:data:`SEES`)."""
-    return search(SEES[sees](state, player), random.Random(seed), simulations, budget_ms, _DEFAULT.uct_c,
-                  ROLLOUTS[_DEFAULT.rollout])[0]
+    (or ``simulations`` iterations), seeing what ``sees`` names (:data:`SEES`), rolling
+    out with ``rollout`` (ISMCTS' default unless named) and ISMCTS' exploration."""
+    return search(SEES[sees](state, player), random.Random(seed), simulations, budget_ms,
+                  BotSettings(kind="ismcts").uct_c, ROLLOUTS[rollout])[0]

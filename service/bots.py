@@ -97,18 +97,18 @@ class Bots:
         return ids, bots
 
     def play(self, version: int, state: GameState, bots: dict[str, BotSettings], commit: Commit,
-             most: int, patient: bool = True) -> tuple[int, GameState, list[Event]]:
+             most: int, wait_for_people: bool = True) -> tuple[int, GameState, list[Event]]:
         """Let bot seats move while one has an action, at most ``most`` moves: each is
         handed to ``commit(expected version, state before, action, state after, events)``, which
         stores it as a version of its own (and may add events to the list), or answers
         False when another caller moved the session on (that caller's call goes on with
         the bots). Stops then, when a person is to act or when the game is over.
-        ``patient``: while a person owes a draw (R-DRAW-1) a bot only draws, so that its
+        ``wait_for_people``: while a person owes a draw (R-DRAW-1) a bot only draws, so that its
         play does not cost them the card. Returns the last version, its state, and the
         bots' events (unredacted, each with its version)."""
         moved: list[Event] = []
         for _ in range(most if bots else 0):
-            actor = next_bot(state, bots, patient)
+            actor = next_bot(state, bots, wait_for_people)
             if actor is None:
                 break
             action = self.move(engine.view_doc(state, actor), bots[actor], version)
@@ -134,13 +134,13 @@ def keeps_a_person(people: Iterable[Any], bots: dict[str, BotSettings]) -> bool:
     return any(p not in bots for p in people)
 
 
-def next_bot(state: GameState, bots: dict[str, BotSettings], patient: bool = True) -> str | None:
+def next_bot(state: GameState, bots: dict[str, BotSettings], wait_for_people: bool = True) -> str | None:
     """The bot seat whose move is due now, if any (see :meth:`Bots.play` for
-    ``patient``)."""
+    ``wait_for_people``)."""
     if not bots:
         return None  # a table of people only: no one to ask who acts
     owing = {state.players[i].id for i in state.owed_draws}
-    person_owes = patient and any(p not in bots for p in owing)
+    person_owes = wait_for_people and any(p not in bots for p in owing)
     return next((p for p in players_to_act(state) if p in bots and (p in owing or not person_owes)), None)
 
 

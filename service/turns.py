@@ -144,7 +144,7 @@ class Turns:
         return bots_due(state, session.bots)
 
     def bots_play(self, session_id: str, session: Session, version: int, chain: str | None, state: GameState,
-                  patient: bool = True, renew: bool = True, most: int | None = None) -> Played:
+                  wait_for_people: bool = True, renew: bool = True, most: int | None = None) -> Played:
         """Bot seats' moves from ``version`` (whose chain hash is ``chain``) on (see
         :meth:`Bots.play`), each committed with the same compare-and-set as a person's
         action, at most ``most`` of them (None: ``bot_moves_per_call``). ``renew``
@@ -168,7 +168,7 @@ class Turns:
             return True
 
         played.version, played.state, moved = self.bots.play(
-            version, state, session.bots, commit, self.bot_moves_per_call if most is None else most, patient)
+            version, state, session.bots, commit, self.bot_moves_per_call if most is None else most, wait_for_people)
         played.moved = [{**e, "chain_hash": hashes[e["version"]]} for e in moved]
         return played
 
@@ -255,7 +255,7 @@ class Turns:
             log.info("turn timed out", extra={"session_id": session_id, "version": version, "player": player,
                                               "action": timer.on_timeout})
         seats = session.bots if bots is None else bots
-        due = next_bot(after, seats, patient=False)
+        due = next_bot(after, seats, wait_for_people=False)
         if due is None:
             return Forced("applied")
         refreshed = self.sessions.store.read(session_id)
@@ -268,10 +268,10 @@ class Turns:
                   left: int, outcome: str) -> Forced:
         """One bot seat's move in a timekeeper's lane, and the next (while ``left``
         moves remain of the most one forced move may set off)."""
-        played = self.bots_play(session_id, session, version, chain, state, patient=False, renew=False, most=1)
+        played = self.bots_play(session_id, session, version, chain, state, wait_for_people=False, renew=False, most=1)
         if not played.moved:
             return Forced(outcome if outcome == "applied" else "moved_on")
-        due = next_bot(played.state, session.bots, patient=False)
+        due = next_bot(played.state, session.bots, wait_for_people=False)
         if left <= 1 or due is None:
             return Forced(outcome)
         return Forced(outcome, lambda: self._bot_step(session_id, session, played.version, played.chain,

@@ -144,6 +144,29 @@ def test_settings_are_resolved_and_checked():
         assert (caught.value.path or "").startswith(field), (doc, caught.value.path)
 
 
+def test_an_ismcts_bots_resolved_settings_name_its_rollouts():
+    """The patient player rolls out unless another policy is named, and resolved
+    settings say so: settings a client or a session keeps play the same if the default
+    changes (it was the heuristic)."""
+    from engine.bots import DEFAULT_ROLLOUT, LEVELS, ROLLOUTS, bot_to_dict
+    from engine.bots.ismcts import heuristic_policy, patient_policy, random_policy
+
+    assert DEFAULT_ROLLOUT == "patient"
+    assert {"patient": patient_policy, "heuristic": heuristic_policy, "random": random_policy} == ROLLOUTS
+    assert bot_to_dict(parse_bot({"kind": "ismcts", "seed": 1}))["rollout"] == "patient"
+    assert bot_to_dict(parse_bot({"kind": "ismcts", "rollout": "heuristic", "seed": 1}))["rollout"] == "heuristic"
+    assert bot_to_dict(parse_bot({"level": "hard", "seed": 1}))["rollout"] == "patient" == LEVELS["hard"].rollout
+    assert "rollout" not in bot_to_dict(parse_bot({"kind": "patient", "seed": 1}))
+    # The policy named is the one that rolls out: with the same seed and iterations the
+    # search's estimates differ between policies.
+    state, _ = new_game({"edition": "2022"}, ["a", "b", "c", "d"], seed=5)
+    view = view_doc(state, state.players[state.current].id)
+    search = {"kind": "ismcts", "simulations": 200, "seed": 3}
+    found = {r: choose(view, parse_bot({**search, "rollout": r})).stats["actions"] for r in ROLLOUTS}
+    assert found["patient"] == choose(view, parse_bot(search)).stats["actions"]
+    assert found["patient"] != found["heuristic"] != found["random"]
+
+
 def test_a_budget_bounds_the_search():
     state, _ = new_game({"edition": "1980"}, ["a", "b", "c", "d"], seed=3)
     found = choose(view_doc(state, state.players[state.current].id), parse_bot({"kind": "ismcts", "budget_ms": 40}))
@@ -185,6 +208,7 @@ def test_the_patient_player_keeps_its_reverse_under_a_play2_while_a_number_card_
     hands = {"a": ["5", "reverse", "9", "3"], "b": ["1", "2", "3", "4"], "c": ["1", "2", "3", "4"]}
     state = puzzle(hands=hands, total=40, play2={"player": "a", "cards_left": 2})
     actions = [a for a in legal_actions(state) if a.player == "a"]
+    assert heuristic_action(state, actions).card == "reverse"  # R-P2-2: it deflects
     assert patient_action(state, actions).card == "9"  # two number cards, the reverse kept
     # With only safe cards left it plays them as the heuristic does: a card that adds
     # nothing before a -10, the reverse (which here deflects) before a play2.

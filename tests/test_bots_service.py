@@ -52,16 +52,26 @@ def _canonical(state):
 
 
 def test_a_suggestion_is_an_action_apply_accepts_as_is(servers):
-    http, _, _ = servers
+    http, _, channel = servers
+    games = pb_grpc.GameServiceStub(channel)
     state, _ = new_game({"edition": "1980", "draw": "manual"}, ["a", "b", "c"], seed=4)
     for _ in range(12):
         actor = players_to_act(state)[0]
-        for bot in ({"kind": "random"}, {"kind": "heuristic"}, {"kind": "ismcts", "simulations": 20, "seed": 1}):
+        msg = pb.SuggestRequest(player=actor, bot=pb.Bot(kind="patient", seed=2))
+        convert.fill_state(msg.state.state, state)
+        msg.state.signature = StateSigner(SECRET).sign(_canonical(state))
+        reply = games.Suggest(msg, timeout=10)
+        assert reply.bot.kind == "patient" and convert.action_doc(reply.action)["player"] == actor
+        for bot in ({"kind": "random"}, {"kind": "heuristic"}, {"kind": "patient"},
+                    {"kind": "ismcts", "simulations": 20, "seed": 1, "rollout": "heuristic"},
+                    {"kind": "ismcts", "simulations": 20, "seed": 1}):
             answer = requests.post(f"{http.url}/v1/games/suggest",
                                    json={**signed(state), "player": actor, "bot": bot}, timeout=10)
             assert answer.status_code == 200, answer.text
             body = answer.json()
             assert body["bot"]["kind"] == bot["kind"] and isinstance(body["bot"]["seed"], int)
+            if bot["kind"] == "ismcts":  # the rollout asked for, else the default, named in the answer
+                assert body["bot"].get("rollout", "patient") == bot.get("rollout", "patient")
             applied = requests.post(f"{http.url}/v1/games/apply", json={**signed(state), "action": body["action"]},
                                     timeout=10)
             assert applied.status_code == 200, applied.text

@@ -41,6 +41,11 @@ from .ismcts import Policy, heuristic_policy, patient_policy, random_policy, sea
 from .seat import Seat, owed_draw
 
 BotKind = Literal["random", "heuristic", "patient", "ismcts"]
+Rollout = Literal["random", "heuristic", "patient"]
+# An ismcts bot's rollouts when none are named. Resolved settings name them, so that
+# settings kept by a client or a session play the same if this default changes (it was
+# "heuristic" before the patient player).
+DEFAULT_ROLLOUT: Rollout = "patient"
 KINDS: tuple[str, ...] = get_args(BotKind)
 Level = Literal["easy", "medium", "hard"]
 DEFAULT_BUDGET_MS = 240  # an ismcts move's time when neither simulations nor budget_ms is given
@@ -61,7 +66,7 @@ class BotSettings(Struct, frozen=True, forbid_unknown_fields=True, omit_defaults
     budget_ms: Annotated[int, Meta(ge=1, le=MAX_BUDGET_MS)] | None = None
     seed: BotSeed | None = None
     uct_c: Annotated[float, Meta(ge=0, le=10)] = 1.0
-    rollout: Literal["random", "heuristic", "patient"] = "patient"
+    rollout: Rollout | None = None  # resolved settings of ismcts always name it (DEFAULT_ROLLOUT)
 
 
 class BotLevel(Struct, frozen=True, forbid_unknown_fields=True):
@@ -73,13 +78,13 @@ class BotLevel(Struct, frozen=True, forbid_unknown_fields=True):
 
 
 # The rollout policies an ismcts bot may name.
-ROLLOUTS: dict[str, Policy] = {"random": random_policy, "heuristic": heuristic_policy, "patient": patient_policy}
+ROLLOUTS: dict[Rollout, Policy] = {"random": random_policy, "heuristic": heuristic_policy, "patient": patient_policy}
 
 # Each level's kind and budget, weakest first (benchmarks/bots.py measures the order).
 LEVELS: dict[Level, BotSettings] = {
     "easy": BotSettings(kind="random", level="easy"),
     "medium": BotSettings(kind="heuristic", level="medium"),
-    "hard": BotSettings(kind="ismcts", level="hard", budget_ms=DEFAULT_BUDGET_MS),
+    "hard": BotSettings(kind="ismcts", level="hard", budget_ms=DEFAULT_BUDGET_MS, rollout=DEFAULT_ROLLOUT),
 }
 
 
@@ -94,7 +99,8 @@ class Suggestion(Struct, frozen=True):
 def parse_bot(doc: Any, root: str = "bot") -> BotSettings:
     """Bot settings from plain objects (a bot's settings, or a level), resolved: a seed
     always, and for ``ismcts`` ``budget_ms`` (DEFAULT_BUDGET_MS) unless ``simulations``
-    is given. Raises InvalidInputError naming the field."""
+    is given, and ``rollout`` (DEFAULT_ROLLOUT) unless given. Raises InvalidInputError
+    naming the field."""
     if isinstance(doc, dict) and "level" in doc and "kind" not in doc:
         asked = convert(doc, BotLevel, root)
         settings = msgspec.structs.replace(LEVELS[asked.level], seed=asked.seed)
@@ -113,6 +119,8 @@ def parse_bot(doc: Any, root: str = "bot") -> BotSettings:
         raise InvalidInputError("give simulations or budget_ms, not both", f"{root}.budget_ms")
     elif settings.simulations is None and settings.budget_ms is None:
         settings = msgspec.structs.replace(settings, budget_ms=DEFAULT_BUDGET_MS)
+    if settings.kind == "ismcts" and settings.rollout is None:
+        settings = msgspec.structs.replace(settings, rollout=DEFAULT_ROLLOUT)
     if settings.seed is None:
         settings = msgspec.structs.replace(settings, seed=random_seed())
     return settings
@@ -165,7 +173,7 @@ def choose(view: ViewDoc, settings: BotSettings, limit_ms: int | None = None) ->
     elif settings.kind == "patient":
         action = patient_action(seat.deal(rng), actions)
     elif settings.kind == "ismcts":
-        rollout = ROLLOUTS[settings.rollout]
+        rollout = ROLLOUTS[settings.rollout or DEFAULT_ROLLOUT]
         budget = min((ms for ms in (settings.budget_ms, limit_ms) if ms is not None), default=None)
         action, stats = search(seat, rng, settings.simulations, budget, settings.uct_c, rollout)
         if settings.simulations is not None:
@@ -178,6 +186,5 @@ def choose(view: ViewDoc, settings: BotSettings, limit_ms: int | None = None) ->
     return Suggestion(action, settings, stats)
 
 
-__all__ = ["DEFAULT_BUDGET_MS", "KINDS", "ROLLOUTS", "BotSettings", "Suggestion", "bot_to_dict", "cautious", "choose",
-           "parse_bot",
-           "players_to_act"]
+__all__ = ["DEFAULT_BUDGET_MS", "DEFAULT_ROLLOUT", "KINDS", "ROLLOUTS", "BotSettings", "Rollout", "Suggestion",
+           "bot_to_dict", "cautious", "choose", "parse_bot", "players_to_act"]

@@ -28,7 +28,7 @@ it neither deflects a Play 2 nor attacks with one while a number card may be pla
 keeps its ``reverse`` and ``play2`` cards with the other safe cards for when nothing else
 may be played.
 Against three heuristic players it wins about 31 % of four-player games where parity is
-25 %, and against three random players about 54 % where the heuristic wins 47 %
+25 %, and against three random players about 53 % where the heuristic wins 46 %
 (docs/BOTS.md): a safe card kept is worth more than the harm it could do now. It is the
 search's default rollout policy.
 """
