@@ -6,8 +6,8 @@ The kinds:
 
 - ``random``: uniformly among the seat's legal actions.
 - ``heuristic``: the rule-based player of :mod:`engine.bots.heuristic`.
-- ``patient``: the same player keeping its ``reverse`` and ``play2`` cards as safe
-  cards (stronger; :func:`engine.bots.heuristic.patient_action`).
+- ``patient``: the same player without its two steps that play a card for its Play 2
+  effect (stronger; :func:`engine.bots.heuristic.patient_action`).
 - ``ismcts``: Information Set Monte Carlo Tree Search (:mod:`engine.bots.ismcts`),
   for ``simulations`` iterations or ``budget_ms`` milliseconds.
 

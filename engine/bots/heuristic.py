@@ -23,10 +23,10 @@ In order:
 It reads only the seat's own hand and what every player sees (the total, the rules,
 a pending Play 2), so it plays the same in every state of a view.
 
-The *patient* player (:func:`patient_action`) is the same player without steps 3 and 4:
-it neither deflects a Play 2 nor attacks with one while a number card may be played, and
-keeps its ``reverse`` and ``play2`` cards with the other safe cards for when nothing else
-may be played.
+The *patient* player (:func:`patient_action`) is the same player without steps 3 and 4,
+the two that play a card for its Play 2 effect: it never deflects an obligation and
+never attacks, and plays its ``reverse``, ``play2`` and ``hold`` cards only as steps 5
+and 6 play safe cards.
 Against three heuristic players it wins about 31 % of four-player games where parity is
 25 %, and against three random players about 53 % where the heuristic wins 46 %
 (docs/BOTS.md): a safe card kept is worth more than the harm it could do now. It is the
@@ -53,8 +53,7 @@ def heuristic_action(state: GameState, actions: list[Action]) -> Action:
 
 def patient_action(state: GameState, actions: list[Action]) -> Action:
     """The patient player's choice among ``actions`` (one seat's, not empty) in ``state``:
-    the heuristic's without its steps 3 and 4, so a ``reverse`` or a ``play2`` is played
-    only as the other safe cards are, when no number card may be."""
+    the heuristic's without its steps 3 and 4 (no deflection, no attack)."""
     return _choice(state, actions, False)
 
 
