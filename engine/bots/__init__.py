@@ -57,8 +57,9 @@ BotSeed = Annotated[int, Meta(ge=SEED_MIN, le=SEED_MAX)]
 
 class BotSettings(Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """How a bot plays. ``simulations``, ``budget_ms``, ``uct_c`` and ``rollout`` are
-    for ``ismcts`` only; ``seed`` (every kind) None picks one (the resolved settings
-    name it). ``level`` names the preset the settings came from, if any."""
+    for ``ismcts`` only; ``seed`` (every kind) None picks one, ``rollout`` None is the
+    patient player's (the resolved settings name both). ``level`` names the preset the
+    settings came from, if any."""
 
     kind: BotKind
     level: Level | None = None
