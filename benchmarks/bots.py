@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.oracle import oracle_action
 from engine import Action, GameState, apply, new_game, view_doc
-from engine.bots import DEFAULT_BUDGET_MS, DEFAULT_ROLLOUT, choose, parse_bot, players_to_act
+from engine.bots import DEFAULT_BUDGET_MS, DEFAULT_ROLLOUT, Rollout, choose, parse_bot, players_to_act
 from engine.state import PLAYING
 
 PLAYERS = ["p0", "p1", "p2", "p3"]
@@ -71,11 +71,16 @@ PAIRINGS = ["heuristic_vs_random", "patient_vs_heuristic", "patient_vs_random",
 Player = Callable[[GameState, str], Action]
 
 
+def oracle_settings(spec: dict[str, Any]) -> tuple[int | None, int | None, str, Rollout]:
+    """An oracle's budget, iterations, sight and rollouts, defaults filled in."""
+    return spec["oracle"], spec.get("simulations"), spec.get("sees", "all"), spec.get("rollout", DEFAULT_ROLLOUT)
+
+
 def same_play(spec: dict[str, Any]) -> str:
     """What decides how a player plays: a level and the kind it is a preset of, or two
     names of the same settings, play the very same games (the seeds are the seat's)."""
     if "oracle" in spec:
-        return f"oracle {spec['oracle']} {spec.get('simulations')} {spec.get('sees', 'all')} {spec.get('rollout')}"
+        return f"oracle {oracle_settings(spec)}"
     return json.dumps(msgspec.to_builtins(msgspec.structs.replace(parse_bot({**spec, "seed": 0}), level=None,
                                                                   seed=None)), sort_keys=True)
 
@@ -83,8 +88,7 @@ def same_play(spec: dict[str, Any]) -> str:
 def player(spec: dict[str, Any], seed: int) -> Player:
     """How one seat plays: the oracle from the state, every bot from its seat's view."""
     if "oracle" in spec:
-        budget_ms, simulations, sees = spec["oracle"], spec.get("simulations"), spec.get("sees", "all")
-        rollout = spec.get("rollout", DEFAULT_ROLLOUT)
+        budget_ms, simulations, sees, rollout = oracle_settings(spec)
         return lambda state, actor: oracle_action(state, actor, budget_ms, seed, simulations, sees, rollout)
     settings = parse_bot({**spec, "seed": seed})
     return lambda state, actor: choose(view_doc(state, actor), settings).action

@@ -14,7 +14,7 @@ from __future__ import annotations
 import random
 
 from engine import Action, GameState, legal_actions
-from engine.bots import DEFAULT_ROLLOUT, ROLLOUTS, BotSettings, Rollout
+from engine.bots import ROLLOUTS, BotSettings, Rollout
 from engine.bots.ismcts import search
 
 
@@ -49,10 +49,10 @@ class HandsSeen(Omniscient):
 SEES: dict[str, type[Omniscient]] = {"all": Omniscient, "hands": HandsSeen}
 
 
-def oracle_action(state: GameState, player: str, budget_ms: int | None, seed: int, simulations: int | None = None,
-                  sees: str = "all", rollout: Rollout = DEFAULT_ROLLOUT) -> Action:
+def oracle_action(state: GameState, player: str, budget_ms: int | None, seed: int, simulations: int | None,
+                  sees: str, rollout: Rollout) -> Action:
     """The oracle's move for ``player``: the most visited after ``budget_ms`` of search
     (or ``simulations`` iterations), seeing what ``sees`` names (:data:`SEES`), rolling
-    out with ``rollout`` (ISMCTS' default unless named) and ISMCTS' exploration."""
+    out with ``rollout`` (:data:`~engine.bots.ROLLOUTS`), at ISMCTS' exploration."""
     return search(SEES[sees](state, player), random.Random(seed), simulations, budget_ms,
                   BotSettings(kind="ismcts").uct_c, ROLLOUTS[rollout])[0]

@@ -148,7 +148,7 @@ def test_an_ismcts_bots_resolved_settings_name_its_rollouts():
     """The patient player rolls out unless another policy is named, and resolved
     settings say so: settings a client or a session keeps play the same if the default
     changes (it was the heuristic)."""
-    from engine.bots import DEFAULT_ROLLOUT, LEVELS, ROLLOUTS, bot_to_dict
+    from engine.bots import DEFAULT_ROLLOUT, LEVELS, ROLLOUTS, BotSettings, bot_to_dict
     from engine.bots.ismcts import heuristic_policy, patient_policy, random_policy
 
     assert DEFAULT_ROLLOUT == "patient"
@@ -164,6 +164,9 @@ def test_an_ismcts_bots_resolved_settings_name_its_rollouts():
     search = {"kind": "ismcts", "simulations": 200, "seed": 3}
     found = {r: choose(view, parse_bot({**search, "rollout": r})).stats["actions"] for r in ROLLOUTS}
     assert found["patient"] == choose(view, parse_bot(search)).stats["actions"]
+    # Settings that name no rollouts (a bot seat stored before resolved settings named
+    # them) roll out with the default.
+    assert found["patient"] == choose(view, BotSettings(kind="ismcts", simulations=200, seed=3)).stats["actions"]
     assert found["patient"] != found["heuristic"] != found["random"]
 
 

@@ -174,6 +174,7 @@ def choose(view: ViewDoc, settings: BotSettings, limit_ms: int | None = None) ->
     elif settings.kind == "patient":
         action = patient_action(seat.deal(rng), actions)
     elif settings.kind == "ismcts":
+        # parse_bot names the rollouts; a session's bot seat stored before it did names none
         rollout = ROLLOUTS[settings.rollout or DEFAULT_ROLLOUT]
         budget = min((ms for ms in (settings.budget_ms, limit_ms) if ms is not None), default=None)
         action, stats = search(seat, rng, settings.simulations, budget, settings.uct_c, rollout)

@@ -48,13 +48,13 @@ _SAFE: Final = frozenset({"-10", "reverse", "play2", "hold", "ono99", "0"})
 
 def heuristic_action(state: GameState, actions: list[Action]) -> Action:
     """The heuristic's choice among ``actions`` (one seat's, not empty) in ``state``."""
-    return _choice(state, actions, True)
+    return _choice(state, actions, spends_specials=True)
 
 
 def patient_action(state: GameState, actions: list[Action]) -> Action:
     """The patient player's choice among ``actions`` (one seat's, not empty) in ``state``:
     the heuristic's without its steps 3 and 4 (no deflection, no attack)."""
-    return _choice(state, actions, False)
+    return _choice(state, actions, spends_specials=False)
 
 
 def _choice(state: GameState, actions: list[Action], spends_specials: bool) -> Action:
