@@ -9,6 +9,7 @@ as every other read does.
 
 from __future__ import annotations
 
+import json
 import socket
 import time
 
@@ -249,6 +250,62 @@ def test_chunked_body_at_the_limit_is_served(servers):
     for size in (1000, MAX_BODY):
         status, body = _chunked(http, "/v1/games", _padded(size))
         assert status == 201, body[:300]
+
+
+# The busiest routes (stateless apply, a session's action) read their bodies on a path of
+# their own (service/http_api/parser.py, _read_once): the same limit holds there.
+
+def _padded_apply(http, size: int) -> bytes:
+    """A valid apply body of exactly ``size`` bytes (padded with spaces)."""
+    game = requests.post(f"{http.url}/v1/games", json={"rules": {"edition": "2022"}, "players": ["ann", "bob"],
+                                                      "seed": 1}, timeout=5).json()
+    actions = requests.post(f"{http.url}/v1/games/legal-actions", json={
+        "state": game["state"], "state_signature": game["state_signature"]}, timeout=5).json()["actions"]
+    body = json.dumps({"state": game["state"], "state_signature": game["state_signature"],
+                       "action": actions[0]}).encode()
+    return body[:-1] + b" " * (size - len(body)) + b"}"
+
+
+def _sized(http, path: str, body: bytes) -> tuple[int, bytes]:
+    """POST ``body`` with a Content-Length over a raw socket. A length over the limit is
+    refused from the headers alone: the body is then not sent (the server closes at
+    once, and a client still sending would have its answer cut by a reset)."""
+    with socket.create_connection(("127.0.0.1", http.port), timeout=10) as sock:
+        sock.sendall(f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode())
+        if len(body) <= MAX_BODY:
+            sock.sendall(body)
+        reply = b""
+        while data := sock.recv(65536):
+            reply += data
+    head, _, rest = reply.partition(b"\r\n\r\n")
+    return int(head.split(b" ", 2)[1]), rest
+
+
+@pytest.mark.parametrize("send", [_chunked, _sized])
+def test_apply_body_at_the_limit_is_served_and_one_byte_more_is_413(servers, send):
+    http, _, _ = servers
+    status, body = send(http, "/v1/games/apply", _padded_apply(http, MAX_BODY))
+    assert status == 200, body[:300]
+    assert json.loads(body)["events"][0]["type"] == "played"
+    status, body = send(http, "/v1/games/apply", _padded_apply(http, MAX_BODY + 1))
+    assert status == 413, body[:300]
+    assert b"too_large" in body
+
+
+def test_apply_body_shorter_than_its_content_length_is_never_applied(servers):
+    """A client that announces more than it sends and goes away: nothing is applied
+    from the part that came (the read gives up at the read timeout or the close)."""
+    http, _, _ = servers
+    body = _padded_apply(http, 4000)
+    with socket.create_connection(("127.0.0.1", http.port), timeout=10) as sock:
+        sock.sendall(f"POST /v1/games/apply HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     f"Content-Length: {len(body) + 100}\r\nConnection: close\r\n\r\n".encode() + body)
+        sock.shutdown(socket.SHUT_WR)
+        reply = b""
+        while data := sock.recv(65536):
+            reply += data
+    assert not reply.startswith(b"HTTP/1.1 200"), reply[:300]
 
 
 # --- (e) huge session ids ----------------------------------------------------------------------

@@ -71,6 +71,36 @@ def json_bytes(req: flask.Request) -> bytes:
     when it is not sent as JSON, 400 when it nests deeper than MAX_JSON_DEPTH."""
     data = req.get_data(cache=True)
     _check_streamed_size(req, data)
+    return _checked_json(req, data)
+
+
+def _read_once(req: flask.Request) -> bytes:
+    """The request's body, for a reader that reads it only once (413 as ``json_bytes``).
+
+    A body of known length is read from the WSGI input in one call for that length,
+    as werkzeug's ``get_data`` would, without its stream: behind a server that ends the
+    input itself (gunicorn), werkzeug reads a body through a wrapper limited to
+    MAX_CONTENT_LENGTH, in steps of 64 KiB, each into a new buffer, and asks once more
+    at the end: 10 µs for a 2 KB body where the one read takes 3 µs. A streamed
+    (chunked) body is read by ``get_data``, as every other route's is.
+    """
+    length = req.content_length
+    if length is None:
+        data = req.get_data(cache=True)
+        _check_streamed_size(req, data)
+        return data
+    limit = req.max_content_length
+    if limit is not None and length > limit:
+        raise RequestEntityTooLarge()
+    body: bytes = req.environ["wsgi.input"].read(length)  # WSGI: at most CONTENT_LENGTH bytes
+    if len(body) < length:
+        raise ClientDisconnected()  # the client closed before it sent what it announced
+    return body
+
+
+def _checked_json(req: flask.Request, data: bytes) -> bytes:
+    """``data``, the body of ``req``, once it is known to be JSON of a sane depth (see
+    ``json_bytes``)."""
     if not data:
         return b""
     if not is_json_request(req):
@@ -134,7 +164,8 @@ def _invalid(exc: msgspec.ValidationError) -> ServiceError:
 
 def read_body(decoder: msgspec.json.Decoder[S]) -> S:
     """The request's JSON body decoded by ``decoder`` (400, 413 or 415 as :class:`Parser` answers)."""
-    data = json_bytes(flask.request)
+    req = flask.request
+    data = _checked_json(req, _read_once(req))
     if not data:
         raise _refused("invalid_request", "send a JSON body")
     result: S = _decode(decoder, data)
