@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import socket
+import struct
 import time
 
 import grpc
@@ -255,14 +256,16 @@ def test_chunked_body_at_the_limit_is_served(servers):
 # The busiest routes (stateless apply, a session's action) read their bodies on a path of
 # their own (service/http_api/parser.py, _read_once): the same limit holds there.
 
-def _padded_apply(http, size: int) -> bytes:
-    """A valid apply body of exactly ``size`` bytes (padded with spaces)."""
+def _padded_apply(http, size: int, path: str = "/v1/games/apply") -> bytes:
+    """A valid body of exactly ``size`` bytes (padded with spaces) for a stateless apply,
+    or for ``path`` another stateless route's (its state alone)."""
     game = requests.post(f"{http.url}/v1/games", json={"rules": {"edition": "2022"}, "players": ["ann", "bob"],
                                                       "seed": 1}, timeout=5).json()
-    actions = requests.post(f"{http.url}/v1/games/legal-actions", json={
-        "state": game["state"], "state_signature": game["state_signature"]}, timeout=5).json()["actions"]
-    body = json.dumps({"state": game["state"], "state_signature": game["state_signature"],
-                       "action": actions[0]}).encode()
+    signed = {"state": game["state"], "state_signature": game["state_signature"]}
+    if path == "/v1/games/apply":
+        signed["action"] = requests.post(f"{http.url}/v1/games/legal-actions", json=signed,
+                                         timeout=5).json()["actions"][0]
+    body = json.dumps(signed).encode()
     return body[:-1] + b" " * (size - len(body)) + b"}"
 
 
@@ -293,19 +296,67 @@ def test_apply_body_at_the_limit_is_served_and_one_byte_more_is_413(servers, sen
     assert b"too_large" in body
 
 
-def test_apply_body_shorter_than_its_content_length_is_never_applied(servers):
-    """A client that announces more than it sends and goes away: nothing is applied
-    from the part that came (the read gives up at the read timeout or the close)."""
-    http, _, _ = servers
-    body = _padded_apply(http, 4000)
-    with socket.create_connection(("127.0.0.1", http.port), timeout=10) as sock:
-        sock.sendall(f"POST /v1/games/apply HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                     f"Content-Length: {len(body) + 100}\r\nConnection: close\r\n\r\n".encode() + body)
+@pytest.fixture(scope="module")
+def impatient_http(throwaway_redis):
+    """``ono99 http`` with one worker and a read timeout of one second."""
+    http = start_http(throwaway_redis, workers=1, ONO99_HTTP_READ_TIMEOUT="1")
+    yield http
+    http.stop()
+
+
+def _cut_short(http, path: str, body: bytes, then: str) -> bytes:
+    """POST ``body`` announcing 100 bytes more than it sends, then ``then``: "half-close"
+    (the client sends no more), "wait" (it keeps the connection open and silent) or
+    "reset" (it drops the connection); what the server answered (nothing after a reset)."""
+    sock = socket.create_connection(("127.0.0.1", http.port), timeout=10)
+    sock.sendall(f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 f"Content-Length: {len(body) + 100}\r\nConnection: close\r\n\r\n".encode() + body)
+    if then == "reset":
+        time.sleep(0.2)  # the server is reading the body
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        sock.close()
+        return b""
+    if then == "half-close":
         sock.shutdown(socket.SHUT_WR)
-        reply = b""
+    reply = b""
+    with sock:
         while data := sock.recv(65536):
             reply += data
-    assert not reply.startswith(b"HTTP/1.1 200"), reply[:300]
+    return reply
+
+
+@pytest.mark.parametrize("path", ["/v1/games/apply", "/v1/games/legal-actions"])
+@pytest.mark.parametrize("then", ["half-close", "wait"])
+def test_a_body_shorter_than_its_content_length_is_400_never_applied(impatient_http, path, then):
+    """A client that announces more than it sends: the read gives up at the close or at
+    the read timeout, and the answer is a 400 (a truncated body that is valid JSON is
+    never applied). The stateless apply reads its body on a path of its own, the other
+    routes through werkzeug: both answer the same."""
+    body = _padded_apply(impatient_http, 4000, path)
+    reply = _cut_short(impatient_http, path, body, then)
+    head, _, rest = reply.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400"), reply[:300]
+    assert json.loads(rest)["code"] == "invalid_request"
+
+
+def test_clients_that_reset_mid_body_are_no_failures_of_the_service(impatient_http):
+    """Dropping connections in the middle of a body, a cheap flood, is the clients'
+    doing: never a 500 (nor an error logged with its traceback)."""
+    for path in ("/v1/games/apply", "/v1/games/legal-actions"):
+        body = _padded_apply(impatient_http, 4000, path)
+        for _ in range(5):
+            _cut_short(impatient_http, path, body, "reset")
+    deadline = time.monotonic() + 10
+    while True:
+        metrics = requests.get(f"{impatient_http.url}/metrics", timeout=5).text
+        counted = [line for line in metrics.splitlines()
+                   if line.startswith("ono99_requests_total") and "/v1/games/" in line and 'status="4' in line]
+        if sum(float(line.rsplit(" ", 1)[1]) for line in counted) >= 10 or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert not [line for line in metrics.splitlines()
+                if line.startswith("ono99_requests_total") and 'status="5' in line], metrics
+    assert sum(float(line.rsplit(" ", 1)[1]) for line in counted) >= 10, counted
 
 
 # --- (e) huge session ids ----------------------------------------------------------------------
