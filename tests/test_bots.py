@@ -167,7 +167,8 @@ def test_an_ismcts_bots_resolved_settings_name_its_rollouts():
     # Settings that name no rollouts (a bot seat stored before resolved settings named
     # them) roll out with the default.
     assert found["patient"] == choose(view, BotSettings(kind="ismcts", simulations=200, seed=3)).stats["actions"]
-    assert found["patient"] != found["heuristic"] != found["random"]
+    assert found["patient"] != found["heuristic"] and found["patient"] != found["random"]
+    assert found["heuristic"] != found["random"]
 
 
 def test_a_budget_bounds_the_search():

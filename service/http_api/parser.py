@@ -67,27 +67,29 @@ def _refused(code: str, message: str) -> ServiceError:
 
 
 def json_bytes(req: flask.Request) -> bytes:
-    """The request's body, b"" when it has none: 413 when it is over the size limit, 415
-    when it is not sent as JSON, 400 when it nests deeper than MAX_JSON_DEPTH."""
-    data = req.get_data(cache=True)
-    _check_streamed_size(req, data)
-    if req.content_length is not None and len(data) < req.content_length:
-        # Behind gunicorn, werkzeug's reader hands on a body cut short as if whole.
-        raise ClientDisconnected()
-    return _checked_json(req, data)
+    """The request's body, b"" when it has none: 413 when it is over the size limit, 400
+    when the client stops before the end of what it announced, 415 when it is not sent
+    as JSON, 400 when it nests deeper than MAX_JSON_DEPTH. Every route reads its body
+    once, here (werkzeug's cache of it stays empty)."""
+    data = _body(req)
+    if not data:
+        return b""
+    if not is_json_request(req):
+        raise _refused("unsupported_media_type", "send the body as application/json")
+    if too_deep(data):
+        raise _refused("invalid_request", f"not valid JSON: nested deeper than {MAX_JSON_DEPTH} levels")
+    return data
 
 
-def _read_once(req: flask.Request) -> bytes:
-    """The request's body, for a reader that reads it only once (413 as ``json_bytes``;
-    400 when the client stops before the end of what it announced).
+def _body(req: flask.Request) -> bytes:
+    """The request's bytes (413, or 400 for a body cut short, as ``json_bytes`` says).
 
     A body of known length is read from the WSGI input for that length, in one read as
     a rule: behind a server that ends the input itself (gunicorn), werkzeug's
     ``get_data`` reads a body through a wrapper limited to MAX_CONTENT_LENGTH, in steps
-    of 64 KiB, each into a new buffer, and asks once more at the end: 10 µs for a 2 KB
-    body where the one read takes 3 µs. A streamed (chunked) body is read by
-    ``get_data``, as every other route's is. Nothing reads the body again (werkzeug's
-    cache of it stays empty).
+    of 64 KiB, each into a new buffer, and asks once more at the end (10 µs for a 2 KB
+    body where the one read takes 3 µs), and hands on a body cut short as if whole. A
+    streamed (chunked) body is read by ``get_data``.
     """
     length = req.content_length
     if length is None:
@@ -112,18 +114,6 @@ def _read_once(req: flask.Request) -> bytes:
     return body
 
 
-def _checked_json(req: flask.Request, data: bytes) -> bytes:
-    """``data``, the body of ``req``, once it is known to be JSON of a sane depth (see
-    ``json_bytes``)."""
-    if not data:
-        return b""
-    if not is_json_request(req):
-        raise _refused("unsupported_media_type", "send the body as application/json")
-    if too_deep(data):
-        raise _refused("invalid_request", f"not valid JSON: nested deeper than {MAX_JSON_DEPTH} levels")
-    return data
-
-
 def _decode(decoder: msgspec.json.Decoder[Any], data: bytes) -> Any:
     """``data`` decoded: 400 for text that is no JSON, or (a typed decoder) for JSON that
     does not fit its Struct."""
@@ -138,12 +128,13 @@ def _decode(decoder: msgspec.json.Decoder[Any], data: bytes) -> Any:
 def _check_streamed_size(req: flask.Request, data: bytes) -> None:
     """413 for a body without Content-Length (chunked) that goes past MAX_CONTENT_LENGTH.
 
-    werkzeug refuses a Content-Length over the limit, but a streamed body is only cut
-    at the limit: ``get_data`` returns its first MAX_CONTENT_LENGTH bytes as if they
-    were all. One byte more in the stream means the body was longer.
+    A Content-Length over the limit is refused before reading (``_body``), but a
+    streamed body is only cut at the limit: ``get_data`` returns its first
+    MAX_CONTENT_LENGTH bytes as if they were all. One byte more in the stream means the
+    body was longer.
     """
     limit = req.max_content_length
-    if limit is None or req.content_length is not None or len(data) < limit:
+    if limit is None or len(data) < limit:
         return
     try:
         more = req.environ["wsgi.input"].read(1)
@@ -178,8 +169,7 @@ def _invalid(exc: msgspec.ValidationError) -> ServiceError:
 
 def read_body(decoder: msgspec.json.Decoder[S]) -> S:
     """The request's JSON body decoded by ``decoder`` (400, 413 or 415 as :class:`Parser` answers)."""
-    req = flask.request
-    data = _checked_json(req, _read_once(req))
+    data = json_bytes(flask.request)
     if not data:
         raise _refused("invalid_request", "send a JSON body")
     result: S = _decode(decoder, data)
