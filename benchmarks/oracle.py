@@ -14,7 +14,7 @@ from __future__ import annotations
 import random
 
 from engine import Action, GameState, legal_actions
-from engine.bots import ROLLOUTS, BotSettings, Rollout
+from engine.bots import DEFAULT_UCT_C, ROLLOUTS, Rollout
 from engine.bots.ismcts import search
 
 
@@ -55,4 +55,4 @@ def oracle_action(state: GameState, player: str, budget_ms: int | None, seed: in
     (or ``simulations`` iterations), seeing what ``sees`` names (:data:`SEES`), rolling
     out with ``rollout`` (:data:`~engine.bots.ROLLOUTS`), at ISMCTS' exploration."""
     return search(SEES[sees](state, player), random.Random(seed), simulations, budget_ms,
-                  BotSettings(kind="ismcts").uct_c, ROLLOUTS[rollout])[0]
+                  DEFAULT_UCT_C, ROLLOUTS[rollout])[0]

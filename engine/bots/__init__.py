@@ -49,6 +49,7 @@ DEFAULT_ROLLOUT: Rollout = "patient"
 KINDS: tuple[str, ...] = get_args(BotKind)
 Level = Literal["easy", "medium", "hard"]
 DEFAULT_BUDGET_MS = 240  # an ismcts move's time when neither simulations nor budget_ms is given
+DEFAULT_UCT_C = 1.0  # the search's exploration constant (docs/BOTS.md: no other did better)
 MAX_SIMULATIONS = 100_000  # the engine's own bounds; a service narrows them
 MAX_BUDGET_MS = 60_000
 SEED_MIN, SEED_MAX = -(2**63), 2**63 - 1
@@ -66,7 +67,7 @@ class BotSettings(Struct, frozen=True, forbid_unknown_fields=True, omit_defaults
     simulations: Annotated[int, Meta(ge=1, le=MAX_SIMULATIONS)] | None = None
     budget_ms: Annotated[int, Meta(ge=1, le=MAX_BUDGET_MS)] | None = None
     seed: BotSeed | None = None
-    uct_c: Annotated[float, Meta(ge=0, le=10)] = 1.0
+    uct_c: Annotated[float, Meta(ge=0, le=10)] = DEFAULT_UCT_C
     rollout: Rollout | None = None  # resolved settings of ismcts always name it (DEFAULT_ROLLOUT)
 
 
@@ -188,5 +189,5 @@ def choose(view: ViewDoc, settings: BotSettings, limit_ms: int | None = None) ->
     return Suggestion(action, settings, stats)
 
 
-__all__ = ["DEFAULT_BUDGET_MS", "DEFAULT_ROLLOUT", "KINDS", "ROLLOUTS", "BotSettings", "Rollout", "Suggestion",
-           "bot_to_dict", "cautious", "choose", "parse_bot", "players_to_act"]
+__all__ = ["DEFAULT_BUDGET_MS", "DEFAULT_ROLLOUT", "DEFAULT_UCT_C", "KINDS", "ROLLOUTS", "BotSettings", "Rollout",
+           "Suggestion", "bot_to_dict", "cautious", "choose", "parse_bot", "players_to_act"]
