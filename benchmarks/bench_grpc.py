@@ -19,21 +19,25 @@ Apply is measured two ways:
   carries a state it never returned.
 - ``apply_cold``: the same request over and over, whose state the server never
   returned: every call decodes and validates the state in full.
+- ``apply_warm``: the same request over and over, whose state the server returned
+  (its answer to the cold request): every call does a games-flow call's work, the state
+  recalled, applied and the answer written from it. The run first checks, in the
+  server's metrics, that the state is recalled.
 
 The load generator is printed first. The Python client shares the two cores with the
 servers; where ``h2load`` (Debian ``nghttp2-client``) is installed, the fixed-request
-targets (echo and apply_cold) are also loaded by it, a client in C that sends the gRPC
-frames over HTTP/2 (``h2load_*`` figures; it cannot follow games, so ``apply`` is the
-Python client's only).
+targets (echo, apply_cold and apply_warm) are also loaded by it, a client in C that sends
+the gRPC frames over HTTP/2 (``h2load_*`` figures; it cannot follow games, so ``apply`` is
+the Python client's only, and ``apply_warm`` stands for the games flow under h2load).
 
 With ``--baseline CHECKOUT`` (another checkout of this repository, a worktree of an
 earlier commit, say), that checkout's server is measured in the same rounds under the
-same client: ``apply_baseline`` and ``apply_cold_baseline``, and their ratios against
-the same echo (``ratio_apply_baseline``, ``ratio_apply_cold_baseline``).
+same client: ``apply_baseline``, ``apply_cold_baseline`` and ``apply_warm_baseline``, and
+their ratios against the same echo (``ratio_apply_baseline``, ...).
 
 The last line is one JSON object: ``ratio_apply`` is apply/echo, ``ratio_apply_cold``
-apply_cold/echo (both the Python client's), ``h2load_ratio_apply_cold`` the same under
-h2load.
+apply_cold/echo, ``ratio_apply_warm`` apply_warm/echo (the Python client's), and
+``h2load_ratio_apply_cold`` and ``h2load_ratio_apply_warm`` the same under h2load.
 """
 
 from __future__ import annotations
@@ -57,11 +61,12 @@ import struct  # noqa: E402
 import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
+import urllib.request  # noqa: E402
 
 import grpc  # noqa: E402
 
 from benchmarks.bench_http import checkout  # noqa: E402
-from engine import apply, legal_actions, new_game  # noqa: E402
+from engine import apply, decode_state, legal_actions, new_game  # noqa: E402
 from service.grpc_api import convert  # noqa: E402
 from service.grpc_api.gen import ono99_pb2 as pb  # noqa: E402
 from service.ports import free_port  # noqa: E402
@@ -170,6 +175,33 @@ def check_flow(port: int, sequence: list[bytes]) -> None:
                 sys.exit("benchmark error: an answer is not the state the next request sends back")
 
 
+
+def recalled(metrics_port: int) -> float:
+    """The server's count of states it recognized as its own (ono99_grpc_states_total)."""
+    text = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10).read().decode()
+    found = re.search(r'^ono99_grpc_states_total\{source="recalled"\} (\S+)$', text, re.M)
+    return float(found.group(1)) if found else 0.0
+
+
+def warm_request(port: int, cold: bytes, metrics_port: int | None = None) -> bytes:
+    """An Apply request whose state the server at ``port`` returned (its answer to
+    ``cold``), with a legal action: each call does a games-flow call's work (the state
+    recalled, not decoded), though it is the same call every time. With
+    ``metrics_port``, the server's metrics must show the state recalled."""
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        call = channel.unary_unary("/ono99.v1.GameService/Apply", response_deserializer=pb.ApplyResponse.FromString)
+        returned = call(cold, timeout=10).state
+        state = decode_state(convert.state_doc(returned.state))
+        request = pb.ApplyRequest(state=returned, action=convert.action_message(legal_actions(state)[0]))
+        raw = request.SerializeToString()
+        if metrics_port is not None:
+            before = recalled(metrics_port)
+            for _ in range(20):
+                call(raw, timeout=10)
+            if recalled(metrics_port) - before != 20:
+                sys.exit("benchmark error: the server did not recall the state it had returned")
+    return raw
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=2.0, help="length of one measuring round")
@@ -185,34 +217,39 @@ def main() -> None:
           + (", and h2load for the fixed requests" if h2load else
              "; h2load not found (Debian: apt-get install nghttp2-client): no h2load figures"), flush=True)
     raw = apply_request().SerializeToString()
-    body = Path(tempfile.mkdtemp(prefix="ono99-grpc-")) / "request.bin"
-    body.write_bytes(grpc_frame(raw))
+    frames = Path(tempfile.mkdtemp(prefix="ono99-grpc-"))
     games = [game_requests(8, seed=c + 1) for c in range(args.clients)]
     game_bytes = [len(r) for g in games for r in g]
     apply_method = "/ono99.v1.GameService/Apply"
-    targets = {"echo": ("/bench.Echo/Echo", [[raw]]), "apply": (apply_method, games),
-               "apply_cold": (apply_method, [[raw]])}
-    echo_port, service_port, baseline_port = free_port(), free_port(), free_port()
-    ports = {"echo": echo_port, "apply": service_port, "apply_cold": service_port}
-    if args.baseline:
-        targets.update(apply_baseline=targets["apply"], apply_cold_baseline=targets["apply_cold"])
-        ports.update(apply_baseline=baseline_port, apply_cold_baseline=baseline_port)
-    rounds: dict[str, list[dict[str, float]]] = {name: [] for name in targets}
-    if h2load:  # it sends one fixed request: the targets that have one, not the games
-        rounds.update({f"h2load_{name}": [] for name, (_, sequences) in targets.items() if sequences == [[raw]]})
+    echo_port, service_port, baseline_port, metrics_port = free_port(), free_port(), free_port(), free_port()
     service = ["-m", "service.cli", "grpc", "--no-sessions", "--grpc-port"]
     servers = [start([str(ROOT / "benchmarks" / "bare_grpc.py"), str(echo_port)], echo_port),
-               start([*service, str(service_port)], service_port)]
+               start([*service, str(service_port), "--metrics-port", str(metrics_port)], service_port)]
     if args.baseline:
         servers.append(start([*service, str(baseline_port)], baseline_port, args.baseline.resolve()))
     try:
         check_flow(service_port, games[0])
+        # name: (port, method, the callers' request sequences)
+        targets = {"echo": (echo_port, "/bench.Echo/Echo", [[raw]]), "apply": (service_port, apply_method, games),
+                   "apply_cold": (service_port, apply_method, [[raw]]),
+                   "apply_warm": (service_port, apply_method, [[warm_request(service_port, raw, metrics_port)]])}
+        if args.baseline:
+            targets.update(apply_baseline=(baseline_port, apply_method, games),
+                           apply_cold_baseline=(baseline_port, apply_method, [[raw]]),
+                           apply_warm_baseline=(baseline_port, apply_method, [[warm_request(baseline_port, raw)]]))
+        rounds: dict[str, list[dict[str, float]]] = {name: [] for name in targets}
+        bodies: dict[str, Path] = {}
+        if h2load:  # it sends one fixed request: the targets that have one, not the games
+            for name, (_, _, sequences) in targets.items():
+                if len(sequences) == 1 and len(sequences[0]) == 1:
+                    bodies[name] = frames / f"{name}.bin"
+                    bodies[name].write_bytes(grpc_frame(sequences[0][0]))
+                    rounds[f"h2load_{name}"] = []
         for r in range(args.rounds):
-            for name, (method, sequences) in targets.items():
-                port = ports[name]
+            for name, (port, method, sequences) in targets.items():
                 rounds[name].append(load(port, args.seconds, args.clients, method, sequences))
-                if f"h2load_{name}" in rounds:
-                    rounds[f"h2load_{name}"].append(h2load_load(h2load, port, method, body, args.seconds,
+                if name in bodies:
+                    rounds[f"h2load_{name}"].append(h2load_load(h2load, port, method, bodies[name], args.seconds,
                                                                 args.clients))
             print(f"round {r + 1}/{args.rounds}: " + ", ".join(
                 f"{name} {max(x['calls_per_s'] for x in rs):,.0f} calls/s" for name, rs in rounds.items())
@@ -227,25 +264,27 @@ def main() -> None:
     figures: dict[str, float] = {f"{name}_{k}": v for name, r in results.items() for k, v in r.items()}
     figures["message_bytes"] = len(raw)
     figures["apply_message_bytes_mean"] = round(statistics.mean(game_bytes))
-    figures["ratio_apply"] = round(results["apply"]["calls_per_s"] / results["echo"]["calls_per_s"], 3)
-    figures["ratio_apply_cold"] = round(results["apply_cold"]["calls_per_s"] / results["echo"]["calls_per_s"], 3)
+    kinds = ("apply", "apply_cold", "apply_warm")
+    for name in kinds:
+        figures[f"ratio_{name}"] = round(results[name]["calls_per_s"] / results["echo"]["calls_per_s"], 3)
     if args.baseline:
-        for name in ("apply", "apply_cold"):
+        for name in kinds:
             figures[f"ratio_{name}_baseline"] = round(
                 results[f"{name}_baseline"]["calls_per_s"] / results["echo"]["calls_per_s"], 3)
         print(f"baseline {args.baseline}: apply/echo {figures['ratio_apply_baseline']} (games), "
-              f"{figures['ratio_apply_cold_baseline']} (cold)")
+              f"{figures['ratio_apply_cold_baseline']} (cold), {figures['ratio_apply_warm_baseline']} (warm)")
     figures["load_generator"] = "python asyncio client" + (" and h2load" if h2load else "")
     if h2load:
-        figures["h2load_ratio_apply_cold"] = round(
-            results["h2load_apply_cold"]["calls_per_s"] / results["h2load_echo"]["calls_per_s"], 3)
-        print(f"h2load: ratio apply_cold/echo {figures['h2load_ratio_apply_cold']}")
-        if args.baseline:
-            figures["h2load_ratio_apply_cold_baseline"] = round(
-                results["h2load_apply_cold_baseline"]["calls_per_s"] / results["h2load_echo"]["calls_per_s"], 3)
-            print(f"h2load: baseline ratio apply_cold/echo {figures['h2load_ratio_apply_cold_baseline']}")
+        for name in [k for k in results if k.startswith("h2load_apply")]:
+            figures[f"h2load_ratio_{name.removeprefix('h2load_')}"] = round(
+                results[name]["calls_per_s"] / results["h2load_echo"]["calls_per_s"], 3)
+        print("h2load: ratio apply/echo " + ", ".join(
+            f"{figures[f'h2load_ratio_{name}']} ({name.removeprefix('apply_').replace('_', ' ')})"
+            for name in ("apply_cold", "apply_warm", "apply_cold_baseline", "apply_warm_baseline")
+            if f"h2load_ratio_{name}" in figures))
     print(f"echo message {len(raw)} bytes; game requests {figures['apply_message_bytes_mean']} bytes on average")
-    print(f"ratio apply/echo {figures['ratio_apply']} (games), {figures['ratio_apply_cold']} (cold)")
+    print(f"ratio apply/echo {figures['ratio_apply']} (games), {figures['ratio_apply_cold']} (cold), "
+          f"{figures['ratio_apply_warm']} (warm)")
     print(json.dumps(figures))
 
 

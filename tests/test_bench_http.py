@@ -89,3 +89,23 @@ def test_a_baseline_that_is_no_checkout_is_refused(tmp_path):
                                  "--baseline", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=240)
         assert result.returncode != 0, script
         assert f"{tmp_path}: not a checkout of this project" in result.stderr, (script, result.stderr[-2000:])
+
+
+def test_bench_grpc_runs_end_to_end():
+    """benchmarks/bench_grpc.py, one short round: every target answered, its ratios those of
+    its figures, the warm target checked (in the server's metrics) to recall the state it
+    sends; under h2load too where h2load is installed."""
+    result = subprocess.run([sys.executable, "benchmarks/bench_grpc.py", "--seconds", "1", "--rounds", "1",
+                             "--clients", "4"], cwd=ROOT, capture_output=True, text=True, timeout=240)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    figures = json.loads(result.stdout.strip().splitlines()[-1])
+    clients = ["", "h2load_"] if shutil.which("h2load") else [""]
+    assert figures["load_generator"] == "python asyncio client" + (" and h2load" if len(clients) == 2 else "")
+    for client in clients:
+        for target in ("echo", "apply_cold", "apply_warm"):
+            assert figures[f"{client}{target}_calls"] > 0, figures
+            assert 0 < figures[f"{client}{target}_p50_ms"] <= figures[f"{client}{target}_p99_ms"], figures
+        for target in ("apply_cold", "apply_warm"):
+            assert figures[f"{client}ratio_{target}"] == round(
+                figures[f"{client}{target}_calls_per_s"] / figures[f"{client}echo_calls_per_s"], 3), figures
+    assert figures["ratio_apply"] == round(figures["apply_calls_per_s"] / figures["echo_calls_per_s"], 3)
