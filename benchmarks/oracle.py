@@ -53,6 +53,9 @@ def oracle_action(state: GameState, player: str, budget_ms: int | None, seed: in
                   sees: str, rollout: Rollout) -> Action:
     """The oracle's move for ``player``: the most visited after ``budget_ms`` of search
     (or ``simulations`` iterations), seeing what ``sees`` names (:data:`SEES`), rolling
-    out with ``rollout`` (:data:`~engine.bots.ROLLOUTS`), at ISMCTS' exploration."""
+    out with ``rollout`` (:data:`~engine.bots.ROLLOUTS`), at ISMCTS' exploration. It is
+    given no policy move to keep (ISMCTS keeps the patient player's unless beaten
+    clearly): seeing every card, its estimates need no such guard, and its ceiling was
+    measured without one."""
     return search(SEES[sees](state, player), random.Random(seed), simulations, budget_ms,
                   DEFAULT_UCT_C, ROLLOUTS[rollout])[0]

@@ -178,7 +178,10 @@ def choose(view: ViewDoc, settings: BotSettings, limit_ms: int | None = None) ->
         # parse_bot names the rollouts; a session's bot seat stored before it did names none
         rollout = ROLLOUTS[settings.rollout or DEFAULT_ROLLOUT]
         budget = min((ms for ms in (settings.budget_ms, limit_ms) if ms is not None), default=None)
-        action, stats = search(seat, rng, settings.simulations, budget, settings.uct_c, rollout)
+        # The move the rollouts' policy plays here (it reads only what the seat sees, so
+        # any deal of the view gives the same): the search departs from it on evidence.
+        default = None if rollout is random_policy else rollout(seat.deal(random.Random(0)), actions, rng)
+        action, stats = search(seat, rng, settings.simulations, budget, settings.uct_c, rollout, default)
         if settings.simulations is not None:
             stats["cut"] = stats["iterations"] < settings.simulations
     else:

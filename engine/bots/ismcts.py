@@ -18,6 +18,12 @@ Each iteration:
    player who made it: 1 for a win (shared among joint winners), 0 for a loss; at a
    round's end, 1 shared among the players best placed (fewest points, most tokens).
 
+The move played is the root's most visited, except that a search given a ``default``
+(the move its rollout policy would play) departs from it only on evidence: when the
+most visited move's share of wins beats the default's by more than one standard error
+of their difference (docs/BOTS.md, "Departing from the policy": the search's other
+departures lost about as much as they won).
+
 Owed draws (``draw: "manual"``) are taken at once in every simulated position, as
 every bot takes them, so each tree node belongs to the player to act.
 """
@@ -103,9 +109,10 @@ def _result(state: GameState, start_round: int) -> list[float]:
 
 
 def search(seat: Knowledge, rng: random.Random, simulations: int | None, budget_ms: int | None,
-           uct_c: float, rollout: Policy) -> tuple[Action, dict[str, Any]]:
-    """The most visited move of the root after the iterations; and stats, ``actions``
-    among them: each of the seat's moves with its visits and the share of them won."""
+           uct_c: float, rollout: Policy, default: Action | None = None) -> tuple[Action, dict[str, Any]]:
+    """The most visited move of the root after the iterations (``default`` unless that
+    move beats it clearly: :func:`_departs`); and stats, ``actions`` among them: each of
+    the seat's moves with its visits and the share of them won."""
     started = time.monotonic()
     deadline = None if budget_ms is None else started + budget_ms / 1000
     root = _Node(seat.me)
@@ -115,6 +122,8 @@ def search(seat: Knowledge, rng: random.Random, simulations: int | None, budget_
         iterations += 1
     own = seat.actions()
     best = max(own, key=lambda a: (root.children[a].visits if a in root.children else -1))
+    if default is not None and default != best and not _departs(root.children.get(best), root.children.get(default)):
+        best = default
     chosen = root.children.get(best)
     stats: dict[str, Any] = {
         "iterations": iterations,
@@ -124,6 +133,17 @@ def search(seat: Knowledge, rng: random.Random, simulations: int | None, budget_
         "actions": [_estimate(a, root.children.get(a)) for a in own],
     }
     return best, stats
+
+
+def _departs(best: _Node | None, default: _Node | None) -> bool:
+    """Whether the most visited move ``best`` beats the ``default`` move by more than one
+    standard error of the difference between their shares of wins (pooled; a default
+    never tried is no evidence against ``best``)."""
+    if best is None or default is None or not default.visits:
+        return True
+    pooled = (best.wins + default.wins) / (best.visits + default.visits)
+    error = math.sqrt(pooled * (1 - pooled) * (1 / best.visits + 1 / default.visits))
+    return best.wins / best.visits - default.wins / default.visits > error
 
 
 def _win_rate(node: _Node | None) -> float | None:

@@ -1,0 +1,173 @@
+"""What the search's choices are worth against its rollout policy's, move by move.
+
+    python benchmarks/departures.py [--deals 100] [--workers 2] [--simulations 1000] [--shuffles 24]
+
+A game's win rate moves by about ±4 points over 480 games, more than any change to the
+search is worth; this measures the same thing with far less noise. ISMCTS plays games
+against three heuristic players (the deals of ``benchmarks/bots.py``, the lone bot in
+every seat). At each of its choices among two or more moves, every legal move is valued
+from the true state: the move played, then the game played out by the patient player for
+the bot and the heuristic for the others (both deterministic), its share of the win
+averaged over ``--shuffles`` orders of the draw pile (the same orders for every move;
+the hands stay as they are). A decision rule's gain over the patient player is then the
+sum, over a game's choices, of its move's value less the patient move's: by the
+performance difference lemma, the expected sum over the bot's games is how much more
+often a player that chose so would win than the patient player. Only positions where a
+rule departs from the patient move add to it, so its interval is a fraction of a
+game's.
+
+The rules compared, each from the same search (the root's visits and win rates):
+
+- ``played``: what the bot played (the most visited move, kept to the patient move
+  unless it beats it by one standard error: engine/bots/ismcts.py);
+- ``most_visited``: the root's most visited move (the search's choice before);
+- ``z<k>``: the most visited move only when it beats the patient move by ``k`` errors.
+
+The states are those of the bot's own games, so the figures hold for players close to
+it. The last line printed is one JSON object with every figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import statistics
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.bots import EDITIONS, PLAYERS
+from engine import Action, GameState, apply, legal_actions, new_game, view_doc
+from engine.actions import ActionDoc
+from engine.bots import choose, parse_bot, players_to_act
+from engine.bots.heuristic import heuristic_action, patient_action
+from engine.state import PLAYING
+
+Z_RULES = (0.5, 1.0, 2.0, 3.0)
+
+
+def name(action: Action | ActionDoc) -> str:
+    """A move's name, the same for an action and for its document."""
+    return f"{action.type} {action.card or ''}".strip()
+
+
+def _moves(state: GameState) -> tuple[str, list[Action]]:
+    actor = players_to_act(state)[0]
+    return actor, [a for a in legal_actions(state) if a.player == actor]
+
+
+def played_out(state: GameState, bot: str) -> float:
+    """The bot's share of the win when ``bot`` plays on as the patient player and the
+    others as the heuristic."""
+    while state.status == PLAYING:
+        actor, moves = _moves(state)
+        state, _ = apply(state, (patient_action if actor == bot else heuristic_action)(state, moves))
+    winners = [state.players[i].id for i in state.winners]
+    return 1 / len(winners) if bot in winners else 0.0
+
+
+def values(state: GameState, bot: str, moves: list[Action], shuffles: int, rng: random.Random) -> dict[str, float]:
+    """Each move's value (see the module's docstring), by its formatted name."""
+    total = dict.fromkeys(map(name, moves), 0.0)
+    for _ in range(shuffles):
+        pile = list(state.draw_pile)
+        rng.shuffle(pile)
+        shuffled = state.but(draw_pile=tuple(pile), seed=rng.getrandbits(63))
+        for move in moves:
+            total[name(move)] += played_out(apply(shuffled, move)[0], bot) / shuffles
+    return total
+
+
+def choices(name: str, estimates: dict[str, tuple[int, float | None]], patient: str) -> str:
+    """Rule ``name``'s move from the search's root estimates (visits, win rate)."""
+    most = max(estimates, key=lambda a: estimates[a][0])
+    if name == "most_visited" or most == patient:
+        return most
+    (n_most, w_most), (n_pat, w_pat) = estimates[most], estimates[patient]
+    if not n_pat:
+        return most
+    w_most, w_pat = w_most or 0.0, w_pat or 0.0
+    pooled = (w_most * n_most + w_pat * n_pat) / (n_most + n_pat)
+    error = math.sqrt(pooled * (1 - pooled) * (1 / n_most + 1 / n_pat))
+    return most if w_most - w_pat > float(name[1:]) * error else patient
+
+
+def game(deal: int, seat: int, simulations: int, shuffles: int) -> dict[str, float]:
+    """One game: each rule's summed gain over the patient player; and positions where
+    each departs from the patient move (keys ``n_<rule>``)."""
+    rng = random.Random(deal * 4 + seat)
+    bot = PLAYERS[seat]
+    settings = parse_bot({"kind": "ismcts", "simulations": simulations, "seed": deal * 8 + seat * 2 + 1})
+    state, _ = new_game({"edition": EDITIONS[deal % 2]}, PLAYERS, seed=deal)
+    rules = ["played", "most_visited", *(f"z{k}" for k in Z_RULES)]
+    found = dict.fromkeys(rules + [f"n_{r}" for r in rules], 0.0)
+    while state.status == PLAYING:
+        actor, moves = _moves(state)
+        if actor != bot:
+            state, _ = apply(state, heuristic_action(state, moves))
+            continue
+        suggestion = choose(view_doc(state, actor), settings)
+        if suggestion.stats["iterations"]:
+            value = values(state, bot, moves, shuffles, rng)
+            patient = name(patient_action(state, moves))
+            estimates = {name(e.action): (e.visits, e.win_rate) for e in suggestion.stats["actions"]}
+            for rule in rules:
+                move = name(suggestion.action) if rule == "played" else choices(rule, estimates, patient)
+                found[rule] += value[move] - value[patient]
+                found[f"n_{rule}"] += move != patient
+        state, _ = apply(state, suggestion.action)
+    return found
+
+
+def _deals(args: tuple[range, int, int]) -> list[dict[str, float]]:
+    deals, simulations, shuffles = args
+    found = []
+    for deal in deals:
+        games = [game(deal, seat, simulations, shuffles) for seat in range(4)]
+        found.append({k: sum(g[k] for g in games) / 4 for k in games[0]})
+    return found
+
+
+def mean_half(scores: list[float]) -> tuple[float, float]:
+    """The mean of the deals' figures and the half-width of its normal 95 % interval."""
+    return statistics.fmean(scores), 1.96 * statistics.stdev(scores) / math.sqrt(len(scores))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--deals", type=int, default=100, help="deals, each played with the bot in every seat")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--simulations", type=int, default=1000, help="the search's iterations a move")
+    parser.add_argument("--shuffles", type=int, default=24, help="draw-pile orders each move is valued over")
+    parser.add_argument("--first", type=int, default=3000, help="the first deal's number")
+    args = parser.parse_args()
+    started = time.monotonic()
+    step = max(1, args.deals // (args.workers * 8))
+    end = args.first + args.deals
+    chunks = [(range(i, min(i + step, end)), args.simulations, args.shuffles) for i in range(args.first, end, step)]
+    with ProcessPoolExecutor(args.workers) as pool:
+        deals = [d for chunk in pool.map(_deals, chunks) for d in chunk]
+    print(f"{args.deals} deals ({4 * args.deals} games), ISMCTS at {args.simulations} iterations a move against "
+          f"3 heuristic players, moves valued over {args.shuffles} draw-pile orders "
+          f"({time.monotonic() - started:.0f} s)")
+    print(f"{'rule':14s} {'gain over patient (points a game)':>34s} {'departures a game':>18s}")
+    figures: dict[str, Any] = {"deals": args.deals, "simulations": args.simulations, "shuffles": args.shuffles}
+    for rule in [k for k in deals[0] if not k.startswith("n_")]:
+        mean, half = mean_half([d[rule] for d in deals])
+        departures = sum(d[f"n_{rule}"] for d in deals) / len(deals)
+        print(f"{rule:14s} {100 * mean:+27.2f} ± {100 * half:4.2f} {departures:18.2f}")
+        figures[f"gain_{rule}"], figures[f"ci_half_{rule}"] = round(mean, 4), round(half, 4)
+    mean, half = mean_half([d["played"] - d["most_visited"] for d in deals])
+    print(f"played against most_visited, paired by deal: {100 * mean:+.2f} ± {100 * half:.2f} points a game")
+    figures["gain_played_vs_most_visited"], figures["ci_half_played_vs_most_visited"] = round(mean, 4), round(half, 4)
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()
