@@ -9,22 +9,26 @@ every seat). At each of its choices among two or more moves, every legal move is
 from the true state: the move played, then the game played out by the patient player for
 the bot and the heuristic for the others (both deterministic), its share of the win
 averaged over ``--shuffles`` orders of the draw pile (the same orders for every move;
-the hands stay as they are). A decision rule's gain over the patient player is then the
-sum, over a game's choices, of its move's value less the patient move's: by the
-performance difference lemma, the expected sum over the bot's games is how much more
-often a player that chose so would win than the patient player. Only positions where a
-rule departs from the patient move add to it, so its interval is a fraction of a
-game's.
+the hands stay as they are: given what has been played, the pile's order is uniform, and
+the reshuffles to come follow a fresh seed). A decision rule's gain over the patient
+player is then the sum, over a game's choices, of its move's value less the patient
+move's. For the rule the bot plays, by the performance difference lemma, its expected sum
+over the bot's games is exactly how much more often the bot wins than the patient player
+would; only the positions where it departs from the patient move add to it, so its
+interval is a fraction of a game-level figure's over as many games. The other rules are
+judged on the same positions, the bot's: for them it is an approximation (their own
+games would pass through other positions), close for rules that rarely differ from the
+bot's, and paired, so a small difference between two rules shows.
 
 The rules compared, each from the same search (the root's visits and win rates):
 
 - ``played``: what the bot played (the most visited move, kept to the patient move
   unless it beats it by one standard error: engine/bots/ismcts.py);
 - ``most_visited``: the root's most visited move (the search's choice before);
-- ``z<k>``: the most visited move only when it beats the patient move by ``k`` errors.
+- ``z<k>``: the most visited move only when it beats the patient move by ``k`` errors
+  (from the win rates the bot's answer gives, rounded to four places).
 
-The states are those of the bot's own games, so the figures hold for players close to
-it. The last line printed is one JSON object with every figure.
+The last line printed is one JSON object with every figure.
 """
 
 from __future__ import annotations
@@ -90,17 +94,18 @@ def choices(name: str, estimates: dict[str, tuple[int, float | None]], patient: 
     if name == "most_visited" or most == patient:
         return most
     (n_most, w_most), (n_pat, w_pat) = estimates[most], estimates[patient]
-    if not n_pat:
-        return most
+    if not n_pat or not n_most:
+        return patient
     w_most, w_pat = w_most or 0.0, w_pat or 0.0
     pooled = (w_most * n_most + w_pat * n_pat) / (n_most + n_pat)
     error = math.sqrt(pooled * (1 - pooled) * (1 / n_most + 1 / n_pat))
     return most if w_most - w_pat > float(name[1:]) * error else patient
 
 
-def game(deal: int, seat: int, simulations: int, shuffles: int) -> dict[str, float]:
-    """One game: each rule's summed gain over the patient player; and positions where
-    each departs from the patient move (keys ``n_<rule>``)."""
+def game(deal: int, seat: int, simulations: int, shuffles: int, play: str) -> dict[str, float]:
+    """One game, the bot's moves chosen by rule ``play``: each rule's summed gain over the
+    patient player; and positions where each departs from the patient move (keys
+    ``n_<rule>``)."""
     rng = random.Random(deal * 4 + seat)
     bot = PLAYERS[seat]
     settings = parse_bot({"kind": "ismcts", "simulations": simulations, "seed": deal * 8 + seat * 2 + 1})
@@ -113,23 +118,26 @@ def game(deal: int, seat: int, simulations: int, shuffles: int) -> dict[str, flo
             state, _ = apply(state, heuristic_action(state, moves))
             continue
         suggestion = choose(view_doc(state, actor), settings)
+        move = suggestion.action
         if suggestion.stats["iterations"]:
             value = values(state, bot, moves, shuffles, rng)
             patient = name(patient_action(state, moves))
             estimates = {name(e.action): (e.visits, e.win_rate) for e in suggestion.stats["actions"]}
             for rule in rules:
-                move = name(suggestion.action) if rule == "played" else choices(rule, estimates, patient)
-                found[rule] += value[move] - value[patient]
-                found[f"n_{rule}"] += move != patient
-        state, _ = apply(state, suggestion.action)
+                chosen = name(suggestion.action) if rule == "played" else choices(rule, estimates, patient)
+                found[rule] += value[chosen] - value[patient]
+                found[f"n_{rule}"] += chosen != patient
+            if play != "played":
+                move = next(m for m in moves if name(m) == choices(play, estimates, patient))
+        state, _ = apply(state, move)
     return found
 
 
-def _deals(args: tuple[range, int, int]) -> list[dict[str, float]]:
-    deals, simulations, shuffles = args
+def _deals(args: tuple[range, int, int, str]) -> list[dict[str, float]]:
+    deals, simulations, shuffles, play = args
     found = []
     for deal in deals:
-        games = [game(deal, seat, simulations, shuffles) for seat in range(4)]
+        games = [game(deal, seat, simulations, shuffles, play) for seat in range(4)]
         found.append({k: sum(g[k] for g in games) / 4 for k in games[0]})
     return found
 
@@ -146,23 +154,28 @@ def main() -> None:
     parser.add_argument("--simulations", type=int, default=1000, help="the search's iterations a move")
     parser.add_argument("--shuffles", type=int, default=24, help="draw-pile orders each move is valued over")
     parser.add_argument("--first", type=int, default=3000, help="the first deal's number")
+    parser.add_argument("--play", default="played", choices=["played", "most_visited", *(f"z{k}" for k in Z_RULES)],
+                        help="the rule whose moves the games follow (its figure is then exact; by default the bot's)")
     args = parser.parse_args()
     started = time.monotonic()
     step = max(1, args.deals // (args.workers * 8))
     end = args.first + args.deals
-    chunks = [(range(i, min(i + step, end)), args.simulations, args.shuffles) for i in range(args.first, end, step)]
+    chunks = [(range(i, min(i + step, end)), args.simulations, args.shuffles, args.play)
+              for i in range(args.first, end, step)]
     with ProcessPoolExecutor(args.workers) as pool:
         deals = [d for chunk in pool.map(_deals, chunks) for d in chunk]
     print(f"{args.deals} deals ({4 * args.deals} games), ISMCTS at {args.simulations} iterations a move against "
           f"3 heuristic players, moves valued over {args.shuffles} draw-pile orders "
-          f"({time.monotonic() - started:.0f} s)")
+          f"({time.monotonic() - started:.0f} s); the games follow {args.play}'s moves")
     print(f"{'rule':14s} {'gain over patient (points a game)':>34s} {'departures a game':>18s}")
-    figures: dict[str, Any] = {"deals": args.deals, "simulations": args.simulations, "shuffles": args.shuffles}
+    figures: dict[str, Any] = {"deals": args.deals, "simulations": args.simulations, "shuffles": args.shuffles,
+                               "play": args.play}
     for rule in [k for k in deals[0] if not k.startswith("n_")]:
         mean, half = mean_half([d[rule] for d in deals])
         departures = sum(d[f"n_{rule}"] for d in deals) / len(deals)
         print(f"{rule:14s} {100 * mean:+27.2f} ± {100 * half:4.2f} {departures:18.2f}")
         figures[f"gain_{rule}"], figures[f"ci_half_{rule}"] = round(mean, 4), round(half, 4)
+        figures[f"departures_{rule}"] = round(departures, 4)
     mean, half = mean_half([d["played"] - d["most_visited"] for d in deals])
     print(f"played against most_visited, paired by deal: {100 * mean:+.2f} ± {100 * half:.2f} points a game")
     figures["gain_played_vs_most_visited"], figures["ci_half_played_vs_most_visited"] = round(mean, 4), round(half, 4)

@@ -328,10 +328,23 @@ def test_the_search_departs_from_its_policys_move_only_on_evidence():
         return found
 
     assert _departs(node(400, 240), node(300, 150))  # 60 % against 50 %: 2.6 errors
-    assert not _departs(node(400, 210), node(300, 150))  # 52.5 % against 50 %: 0.7 errors
+    assert _departs(node(400, 220), node(300, 150))  # 55 % against 50 %: 1.3 errors
+    assert _departs(node(400, 216), node(300, 150))  # 54 % against 50 %: 1.05 errors
+    assert not _departs(node(400, 215), node(300, 150))  # 53.75 % against 50 %: 0.98 errors
     assert not _departs(node(400, 200), node(300, 150))  # level
-    assert _departs(node(400, 200), node(0, 0)) and _departs(node(400, 200), None)  # the default never tried
+    # An untried move is no evidence either way: the default is kept.
+    assert not _departs(node(400, 400), node(0, 0)) and not _departs(node(400, 400), None)
+    assert not _departs(None, node(3, 0)) and not _departs(node(0, 0), node(3, 0))
     assert not _departs(node(400, 400), node(400, 400)) and not _departs(node(5, 0), node(5, 0))  # no spread
+    # A search too short to try every move plays its policy's move.
+    state, _ = new_game({"edition": "2022"}, ["a", "b", "c", "d"], seed=3)
+    actor = players_to_act(state)[0]
+    view, mine = view_doc(state, actor), [a for a in legal_actions(state) if a.player == actor]
+    assert len(mine) > 2
+    for seed in range(8):  # one or two iterations try one or two moves, at random
+        for budget, limit_ms in (({"simulations": 1}, None), ({"simulations": 2}, None), ({"simulations": 50}, 0)):
+            found = choose(view, parse_bot({"kind": "ismcts", "seed": seed, **budget}), limit_ms=limit_ms)
+            assert found.action == patient_action(state, mine), (seed, budget, limit_ms)
     # Over many positions the search keeps its policy's move where the most visited
     # does not beat it clearly, and departs from it elsewhere.
     kept = departed = 0

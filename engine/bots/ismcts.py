@@ -21,8 +21,8 @@ Each iteration:
 The move played is the root's most visited, except that a search given a ``default``
 (the move its rollout policy would play) departs from it only on evidence: when the
 most visited move's share of wins beats the default's by more than one standard error
-of their difference (docs/BOTS.md, "Departing from the policy": the search's other
-departures lost about as much as they won).
+of their difference (docs/BOTS.md, "Departing from the policy": the search's
+departures from its policy's move lost about as often as they won).
 
 Owed draws (``draw: "manual"``) are taken at once in every simulated position, as
 every bot takes them, so each tree node belongs to the player to act.
@@ -137,10 +137,12 @@ def search(seat: Knowledge, rng: random.Random, simulations: int | None, budget_
 
 def _departs(best: _Node | None, default: _Node | None) -> bool:
     """Whether the most visited move ``best`` beats the ``default`` move by more than one
-    standard error of the difference between their shares of wins (pooled; a default
-    never tried is no evidence against ``best``)."""
-    if best is None or default is None or not default.visits:
-        return True
+    standard error of the difference between their shares of wins (pooled, as if each
+    game were won or lost: a nominal error, since shared wins vary less). Either move
+    untried is no evidence: the default is kept (so a search of fewer iterations than
+    moves, or of none, plays it)."""
+    if best is None or default is None or not best.visits or not default.visits:
+        return False
     pooled = (best.wins + default.wins) / (best.visits + default.visits)
     error = math.sqrt(pooled * (1 - pooled) * (1 / best.visits + 1 / default.visits))
     return best.wins / best.visits - default.wins / default.visits > error
