@@ -341,8 +341,8 @@ def test_the_search_departs_from_its_policys_move_only_on_evidence():
     actor = players_to_act(state)[0]
     view, mine = view_doc(state, actor), [a for a in legal_actions(state) if a.player == actor]
     assert len(mine) > 2
-    for seed in range(8):  # one or two iterations try one or two moves, at random
-        for budget, limit_ms in (({"simulations": 1}, None), ({"simulations": 2}, None), ({"simulations": 50}, 0)):
+    for seed in range(8):  # one iteration tries one move, at random
+        for budget, limit_ms in (({"simulations": 1}, None), ({"simulations": 50}, 0)):
             found = choose(view, parse_bot({"kind": "ismcts", "seed": seed, **budget}), limit_ms=limit_ms)
             assert found.action == patient_action(state, mine), (seed, budget, limit_ms)
     # Over many positions the search keeps its policy's move where the most visited
