@@ -1,6 +1,7 @@
 """What the search's choices are worth against its rollout policy's, move by move.
 
-    python benchmarks/departures.py [--deals 100] [--workers 2] [--simulations 1000] [--shuffles 24]
+    python benchmarks/departures.py [--deals 100] [--first 3000] [--workers 2] [--simulations 1000]
+                                    [--shuffles 24] [--play played|most_visited|z<k>]
 
 A game's win rate moves by about ±4 points over 480 games, more than any change to the
 search is worth; this measures the same thing with far less noise. ISMCTS plays games
@@ -22,8 +23,9 @@ bot's, and paired, so a small difference between two rules shows.
 
 The rules compared, each from the same search (the root's visits and win rates):
 
-- ``played``: what the bot played (the most visited move, kept to the patient move
-  unless it beats it by one standard error: engine/bots/ismcts.py);
+- ``played``: the bot's answer (the most visited move, kept to the patient move
+  unless it beats it by one standard error: engine/bots/ismcts.py), which the games
+  follow unless ``--play`` names another rule;
 - ``most_visited``: the root's most visited move (the search's choice before);
 - ``z<k>``: the most visited move only when it beats the patient move by ``k`` errors
   (from the win rates the bot's answer gives, rounded to four places).
@@ -157,6 +159,8 @@ def main() -> None:
     parser.add_argument("--play", default="played", choices=["played", "most_visited", *(f"z{k}" for k in Z_RULES)],
                         help="the rule whose moves the games follow (its figure is then exact; by default the bot's)")
     args = parser.parse_args()
+    if args.deals < 2:
+        parser.error("--deals must be at least 2 (an interval needs two deals)")
     started = time.monotonic()
     step = max(1, args.deals // (args.workers * 8))
     end = args.first + args.deals

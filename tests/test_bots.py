@@ -336,7 +336,7 @@ def test_the_search_departs_from_its_policys_move_only_on_evidence():
     assert not _departs(node(400, 400), node(0, 0)) and not _departs(node(400, 400), None)
     assert not _departs(None, node(3, 0)) and not _departs(node(0, 0), node(3, 0))
     assert not _departs(node(400, 400), node(400, 400)) and not _departs(node(5, 0), node(5, 0))  # no spread
-    # A search too short to try every move plays its policy's move.
+    # A search of one iteration, or of none, plays its policy's move.
     state, _ = new_game({"edition": "2022"}, ["a", "b", "c", "d"], seed=3)
     actor = players_to_act(state)[0]
     view, mine = view_doc(state, actor), [a for a in legal_actions(state) if a.player == actor]

@@ -139,8 +139,9 @@ def _departs(best: _Node | None, default: _Node | None) -> bool:
     """Whether the most visited move ``best`` beats the ``default`` move by more than one
     standard error of the difference between their shares of wins (pooled, as if each
     game were won or lost: a nominal error, since shared wins vary less). Either move
-    untried is no evidence: the default is kept (so a search of fewer iterations than
-    moves, or of none, plays it)."""
+    untried is no evidence: the default is kept (so a search of one iteration, or of
+    none, plays it; two iterations that tried two moves may depart, one won game
+    against one lost being more than one nominal error)."""
     if best is None or default is None or not best.visits or not default.visits:
         return False
     pooled = (best.wins + default.wins) / (best.visits + default.visits)
