@@ -112,10 +112,15 @@ def _deals(args: tuple[range, dict[str, Any], dict[str, Any]]) -> list[float]:
     return [sum(play(deal, seat, lone, others) for seat in range(4)) / 4 for deal in deals]
 
 
-def interval(scores: list[float], z: float = 1.96) -> tuple[float, float, float]:
-    """The mean of the deals' scores and its normal 95 % interval."""
+def mean_half(scores: list[float], z: float = 1.96) -> tuple[float, float]:
+    """The mean of the deals' scores and the half-width of its normal 95 % interval."""
     mean = statistics.fmean(scores)
-    half = z * statistics.stdev(scores) / math.sqrt(len(scores)) if len(scores) > 1 else math.inf
+    return mean, z * statistics.stdev(scores) / math.sqrt(len(scores)) if len(scores) > 1 else math.inf
+
+
+def interval(scores: list[float]) -> tuple[float, float, float]:
+    """The mean of the deals' win rates and its normal 95 % interval (within 0 and 1)."""
+    mean, half = mean_half(scores)
     return mean, max(0.0, mean - half), min(1.0, mean + half)
 
 

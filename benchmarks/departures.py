@@ -28,7 +28,8 @@ The rules compared, each from the same search (the root's visits and win rates):
   follow unless ``--play`` names another rule;
 - ``most_visited``: the root's most visited move (the search's choice before);
 - ``z<k>``: the most visited move only when it beats the patient move by ``k`` errors
-  (from the win rates the bot's answer gives, rounded to four places).
+  (the engine's test, ``engine.bots.ismcts.departs``, on the visits and win rates the
+  bot's answer gives, rounded to four places).
 
 The last line printed is one JSON object with every figure.
 """
@@ -37,9 +38,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import random
-import statistics
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -48,19 +47,16 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.bots import EDITIONS, PLAYERS
+from benchmarks.bots import EDITIONS, PLAYERS, mean_half
 from engine import Action, GameState, apply, legal_actions, new_game, view_doc
-from engine.actions import ActionDoc
+from engine.actions import parse_action
 from engine.bots import choose, parse_bot, players_to_act
 from engine.bots.heuristic import heuristic_action, patient_action
+from engine.bots.ismcts import departs
 from engine.state import PLAYING
 
-Z_RULES = (0.5, 1.0, 2.0, 3.0)
-
-
-def name(action: Action | ActionDoc) -> str:
-    """A move's name, the same for an action and for its document."""
-    return f"{action.type} {action.card or ''}".strip()
+RULES = ("played", "most_visited", "z0.5", "z1.0", "z2.0", "z3.0")
+Estimates = dict[Action, tuple[int, float | None]]  # a root move's visits and win rate
 
 
 def _moves(state: GameState) -> tuple[str, list[Action]]:
@@ -78,30 +74,27 @@ def played_out(state: GameState, bot: str) -> float:
     return 1 / len(winners) if bot in winners else 0.0
 
 
-def values(state: GameState, bot: str, moves: list[Action], shuffles: int, rng: random.Random) -> dict[str, float]:
-    """Each move's value (see the module's docstring), by its formatted name."""
-    total = dict.fromkeys(map(name, moves), 0.0)
+def values(state: GameState, bot: str, moves: list[Action], shuffles: int,
+           rng: random.Random) -> dict[Action, float]:
+    """Each move's value (see the module's docstring)."""
+    total = dict.fromkeys(moves, 0.0)
     for _ in range(shuffles):
         pile = list(state.draw_pile)
         rng.shuffle(pile)
         shuffled = state.but(draw_pile=tuple(pile), seed=rng.getrandbits(63))
         for move in moves:
-            total[name(move)] += played_out(apply(shuffled, move)[0], bot) / shuffles
+            total[move] += played_out(apply(shuffled, move)[0], bot) / shuffles
     return total
 
 
-def choices(name: str, estimates: dict[str, tuple[int, float | None]], patient: str) -> str:
-    """Rule ``name``'s move from the search's root estimates (visits, win rate)."""
+def choices(rule: str, estimates: Estimates, patient: Action) -> Action:
+    """A ``most_visited`` or ``z<k>`` rule's move from the search's root estimates."""
     most = max(estimates, key=lambda a: estimates[a][0])
-    if name == "most_visited" or most == patient:
+    if rule == "most_visited":
         return most
-    (n_most, w_most), (n_pat, w_pat) = estimates[most], estimates[patient]
-    if not n_pat or not n_most:
-        return patient
-    w_most, w_pat = w_most or 0.0, w_pat or 0.0
-    pooled = (w_most * n_most + w_pat * n_pat) / (n_most + n_pat)
-    error = math.sqrt(pooled * (1 - pooled) * (1 / n_most + 1 / n_pat))
-    return most if w_most - w_pat > float(name[1:]) * error else patient
+    (n_most, rate_most), (n_patient, rate_patient) = estimates[most], estimates[patient]
+    wins = (n_most * (rate_most or 0.0), n_patient * (rate_patient or 0.0))
+    return most if departs(n_most, wins[0], n_patient, wins[1], errors=float(rule[1:])) else patient
 
 
 def game(deal: int, seat: int, simulations: int, shuffles: int, play: str) -> dict[str, float]:
@@ -112,8 +105,7 @@ def game(deal: int, seat: int, simulations: int, shuffles: int, play: str) -> di
     bot = PLAYERS[seat]
     settings = parse_bot({"kind": "ismcts", "simulations": simulations, "seed": deal * 8 + seat * 2 + 1})
     state, _ = new_game({"edition": EDITIONS[deal % 2]}, PLAYERS, seed=deal)
-    rules = ["played", "most_visited", *(f"z{k}" for k in Z_RULES)]
-    found = dict.fromkeys(rules + [f"n_{r}" for r in rules], 0.0)
+    found = dict.fromkeys([*RULES, *(f"n_{r}" for r in RULES)], 0.0)
     while state.status == PLAYING:
         actor, moves = _moves(state)
         if actor != bot:
@@ -123,14 +115,14 @@ def game(deal: int, seat: int, simulations: int, shuffles: int, play: str) -> di
         move = suggestion.action
         if suggestion.stats["iterations"]:
             value = values(state, bot, moves, shuffles, rng)
-            patient = name(patient_action(state, moves))
-            estimates = {name(e.action): (e.visits, e.win_rate) for e in suggestion.stats["actions"]}
-            for rule in rules:
-                chosen = name(suggestion.action) if rule == "played" else choices(rule, estimates, patient)
+            patient = patient_action(state, moves)
+            estimates = {parse_action(e.action): (e.visits, e.win_rate) for e in suggestion.stats["actions"]}
+            for rule in RULES:
+                chosen = suggestion.action if rule == "played" else choices(rule, estimates, patient)
                 found[rule] += value[chosen] - value[patient]
                 found[f"n_{rule}"] += chosen != patient
             if play != "played":
-                move = next(m for m in moves if name(m) == choices(play, estimates, patient))
+                move = choices(play, estimates, patient)
         state, _ = apply(state, move)
     return found
 
@@ -144,11 +136,6 @@ def _deals(args: tuple[range, int, int, str]) -> list[dict[str, float]]:
     return found
 
 
-def mean_half(scores: list[float]) -> tuple[float, float]:
-    """The mean of the deals' figures and the half-width of its normal 95 % interval."""
-    return statistics.fmean(scores), 1.96 * statistics.stdev(scores) / math.sqrt(len(scores))
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--deals", type=int, default=100, help="deals, each played with the bot in every seat")
@@ -156,7 +143,7 @@ def main() -> None:
     parser.add_argument("--simulations", type=int, default=1000, help="the search's iterations a move")
     parser.add_argument("--shuffles", type=int, default=24, help="draw-pile orders each move is valued over")
     parser.add_argument("--first", type=int, default=3000, help="the first deal's number")
-    parser.add_argument("--play", default="played", choices=["played", "most_visited", *(f"z{k}" for k in Z_RULES)],
+    parser.add_argument("--play", default="played", choices=RULES,
                         help="the rule whose moves the games follow (its figure is then exact; by default the bot's)")
     args = parser.parse_args()
     if args.deals < 2:
@@ -174,7 +161,7 @@ def main() -> None:
     print(f"{'rule':14s} {'gain over patient (points a game)':>34s} {'departures a game':>18s}")
     figures: dict[str, Any] = {"deals": args.deals, "simulations": args.simulations, "shuffles": args.shuffles,
                                "play": args.play}
-    for rule in [k for k in deals[0] if not k.startswith("n_")]:
+    for rule in RULES:
         mean, half = mean_half([d[rule] for d in deals])
         departures = sum(d[f"n_{rule}"] for d in deals) / len(deals)
         print(f"{rule:14s} {100 * mean:+27.2f} ± {100 * half:4.2f} {departures:18.2f}")

@@ -21,6 +21,7 @@ def run(*args: str) -> dict:
 
 def test_bots_benchmark_plays_duplicate_deals():
     figures = run("benchmarks/bots.py", "--games", "2", "--workers", "1", "--only", "patient_vs_heuristic")
+    assert figures["deals_per_pairing"] == 2 and figures["games_per_pairing"] == 8  # every deal in four seatings
     assert 0 <= figures["ci_low_patient_vs_heuristic"] <= figures["winrate_patient_vs_heuristic"] <= 1
     assert figures["ismcts_iterations_per_s"] > 0
 
@@ -29,11 +30,12 @@ def test_departures_benchmark_values_the_searchs_choices():
     """Each rule's gain over the patient player is printed with its interval; a rule
     departs from the patient move only where the most visited move does, the stricter
     the less often; the bot's own answers are the one-error rule's (recomputed from the
-    win rates it answers); the games may follow another rule."""
+    win rates it answers); ``--play`` makes the games follow another rule."""
     short = ("benchmarks/departures.py", "--deals", "2", "--workers", "1", "--simulations", "60",
              "--shuffles", "2")
+    runs = {}
     for play in ("played", "most_visited"):
-        figures = run(*short, "--play", play)
+        figures = runs[play] = run(*short, "--play", play)
         assert figures["deals"] == 2 and figures["shuffles"] == 2 and figures["play"] == play
         rules = ("most_visited", "z0.5", "z1.0", "z2.0", "z3.0")
         departures = [figures[f"departures_{rule}"] for rule in rules]
@@ -41,8 +43,8 @@ def test_departures_benchmark_values_the_searchs_choices():
         assert figures["departures_played"] == figures["departures_z1.0"] < figures["departures_most_visited"]
         assert figures["gain_played"] == figures["gain_z1.0"]
         assert any(figures[f"gain_{rule}"] != 0 for rule in rules)  # the moves' values differ somewhere
-        difference = figures["gain_played"] - figures["gain_most_visited"]
-        assert abs(figures["gain_played_vs_most_visited"] - difference) <= 2e-4
+    # Games that follow the most visited move pass through other positions.
+    assert runs["played"]["departures_most_visited"] != runs["most_visited"]["departures_most_visited"]
 
 
 def test_departures_rules_choose_by_their_margin():

@@ -320,22 +320,17 @@ def test_the_search_departs_from_its_policys_move_only_on_evidence():
     """The most visited move replaces the rollouts' policy's own move only when its share
     of wins beats the policy move's by more than one standard error of the difference."""
     from engine.actions import action_doc
-    from engine.bots.ismcts import _departs, _Node
+    from engine.bots.ismcts import departs
 
-    def node(visits, wins):
-        found = _Node(0)
-        found.visits, found.wins = visits, wins
-        return found
-
-    assert _departs(node(400, 240), node(300, 150))  # 60 % against 50 %: 2.6 errors
-    assert _departs(node(400, 220), node(300, 150))  # 55 % against 50 %: 1.3 errors
-    assert _departs(node(400, 216), node(300, 150))  # 54 % against 50 %: 1.05 errors
-    assert not _departs(node(400, 215), node(300, 150))  # 53.75 % against 50 %: 0.98 errors
-    assert not _departs(node(400, 200), node(300, 150))  # level
+    assert departs(400, 240, 300, 150)  # 60 % against 50 %: 2.6 errors
+    assert departs(400, 220, 300, 150)  # 55 % against 50 %: 1.3 errors
+    assert departs(400, 216, 300, 150)  # 54 % against 50 %: 1.05 errors
+    assert not departs(400, 215, 300, 150)  # 53.75 % against 50 %: 0.98 errors
+    assert not departs(400, 200, 300, 150)  # level
+    assert departs(400, 220, 300, 150, errors=1.25) and not departs(400, 220, 300, 150, errors=1.35)
     # An untried move is no evidence either way: the default is kept.
-    assert not _departs(node(400, 400), node(0, 0)) and not _departs(node(400, 400), None)
-    assert not _departs(None, node(3, 0)) and not _departs(node(0, 0), node(3, 0))
-    assert not _departs(node(400, 400), node(400, 400)) and not _departs(node(5, 0), node(5, 0))  # no spread
+    assert not departs(400, 400, 0, 0) and not departs(0, 0, 3, 0)
+    assert not departs(400, 400, 400, 400) and not departs(5, 0, 5, 0)  # no spread
     # A search of one iteration, or of none, plays its policy's move.
     state, _ = new_game({"edition": "2022"}, ["a", "b", "c", "d"], seed=3)
     actor = players_to_act(state)[0]

@@ -111,7 +111,7 @@ def _result(state: GameState, start_round: int) -> list[float]:
 def search(seat: Knowledge, rng: random.Random, simulations: int | None, budget_ms: int | None,
            uct_c: float, rollout: Policy, default: Action | None = None) -> tuple[Action, dict[str, Any]]:
     """The most visited move of the root after the iterations (``default`` unless that
-    move beats it clearly: :func:`_departs`); and stats, ``actions`` among them: each of
+    move beats it clearly: :func:`departs`); and stats, ``actions`` among them: each of
     the seat's moves with its visits and the share of them won."""
     started = time.monotonic()
     deadline = None if budget_ms is None else started + budget_ms / 1000
@@ -122,7 +122,7 @@ def search(seat: Knowledge, rng: random.Random, simulations: int | None, budget_
         iterations += 1
     own = seat.actions()
     best = max(own, key=lambda a: (root.children[a].visits if a in root.children else -1))
-    if default is not None and default != best and not _departs(root.children.get(best), root.children.get(default)):
+    if default is not None and default != best and not departs(*_tally(root, best), *_tally(root, default)):
         best = default
     chosen = root.children.get(best)
     stats: dict[str, Any] = {
@@ -135,18 +135,25 @@ def search(seat: Knowledge, rng: random.Random, simulations: int | None, budget_
     return best, stats
 
 
-def _departs(best: _Node | None, default: _Node | None) -> bool:
-    """Whether the most visited move ``best`` beats the ``default`` move by more than one
-    standard error of the difference between their shares of wins (pooled, as if each
-    game were won or lost: a nominal error, since shared wins vary less). Either move
-    untried is no evidence: the default is kept (so a search of one iteration, or of
-    none, plays it; two iterations that tried two moves may depart, one won game
-    against one lost being more than one nominal error)."""
-    if best is None or default is None or not best.visits or not default.visits:
+def departs(best_visits: int, best_wins: float, default_visits: int, default_wins: float,
+            errors: float = 1.0) -> bool:
+    """Whether the most visited move (its visits and wins) beats the ``default`` move by
+    more than ``errors`` standard errors of the difference between their shares of wins
+    (pooled, as if each game were won or lost: a nominal error, since shared wins vary
+    less). Either move untried is no evidence: the default is kept (so a search of one
+    iteration, or of none, plays it; two iterations that tried two moves may depart, one
+    won game against one lost being more than one nominal error)."""
+    if not best_visits or not default_visits:
         return False
-    pooled = (best.wins + default.wins) / (best.visits + default.visits)
-    error = math.sqrt(pooled * (1 - pooled) * (1 / best.visits + 1 / default.visits))
-    return best.wins / best.visits - default.wins / default.visits > error
+    pooled = (best_wins + default_wins) / (best_visits + default_visits)
+    error = math.sqrt(pooled * (1 - pooled) * (1 / best_visits + 1 / default_visits))
+    return best_wins / best_visits - default_wins / default_visits > errors * error
+
+
+def _tally(root: _Node, action: Action) -> tuple[int, float]:
+    """The visits and wins of the root's move ``action`` (none if never tried)."""
+    child = root.children.get(action)
+    return (child.visits, child.wins) if child is not None else (0, 0.0)
 
 
 def _win_rate(node: _Node | None) -> float | None:
