@@ -38,6 +38,12 @@ def check_figures(figures: dict) -> None:
         figures["session_action_requests_per_s"] / figures["bare_requests_per_s"], 3)
     assert figures["ratio_session_action_vs_redis_floor"] == round(
         figures["session_action_requests_per_s"] / figures["floor_requests_per_s"], 3)
+    # Each target's worker CPU a request (Linux's /proc), and the same ratios by it.
+    for target in TARGETS:
+        assert figures[f"{target}_worker_cpu_us"] > 0, figures
+    assert figures["cpu_ratio_apply"] == round(figures["bare_worker_cpu_us"] / figures["apply_worker_cpu_us"], 3)
+    assert figures["cpu_ratio_session_action_vs_redis_floor"] == round(
+        figures["floor_worker_cpu_us"] / figures["session_action_worker_cpu_us"], 3)
 
 
 def test_bench_http_under_wrk():
