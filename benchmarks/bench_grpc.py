@@ -39,6 +39,13 @@ earlier commit, say), that checkout's server is measured in the same rounds unde
 same client: ``apply_baseline``, ``apply_cold_baseline`` and ``apply_warm_baseline``, and
 their ratios against the same echo (``ratio_apply_baseline``, ...).
 
+Beside calls/s, each target's server CPU a call (``…_server_cpu_us``: the server process's
+user and system time over a round, all its threads, from Linux's /proc, over the calls
+answered; the least of the rounds) and the ratios by it, the echo's CPU a call over the
+target's (``cpu_ratio_…``, ``h2load_cpu_ratio_…``): the client and the other server on
+the shared cores move calls/s between rounds far more than they move the CPU a call
+(benchmarks/cpu.py).
+
 The last line is one JSON object: ``ratio_apply`` is apply/echo, ``ratio_apply_cold``
 apply_cold/echo, ``ratio_apply_warm`` apply_warm/echo (the Python client's), and
 ``h2load_ratio_apply_cold`` and ``h2load_ratio_apply_warm`` the same under h2load.
@@ -66,10 +73,12 @@ import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 import urllib.request  # noqa: E402
+from typing import Any  # noqa: E402
 
 import grpc  # noqa: E402
 
 from benchmarks.bench_http import checkout  # noqa: E402
+from benchmarks.cpu import cpu_ratio, least_cpu, with_cpu  # noqa: E402
 from engine import apply, decode_state, legal_actions, new_game  # noqa: E402
 from service.grpc_api import convert  # noqa: E402
 from service.grpc_api.gen import ono99_pb2 as pb  # noqa: E402
@@ -232,6 +241,7 @@ def main() -> None:
     if args.baseline:
         servers.append(start([*service, str(baseline_port), "--metrics-port", str(metrics[baseline_port])],
                              baseline_port, args.baseline.resolve()))
+    server_of = {echo_port: servers[0], service_port: servers[1], baseline_port: servers[-1]}
     try:
         check_flow(service_port, games[0])
         # name: (port, method, the callers' request sequences)
@@ -260,11 +270,12 @@ def main() -> None:
                     # its answer to the cold request is that state again.
                     apply_once(port, raw)
                     before = state_counts(metrics[port])
-                rounds[name].append(load(port, args.seconds, args.clients, method, sequences))
+                rounds[name].append(with_cpu(server_of[port], False, "calls", load, port, args.seconds,
+                                             args.clients, method, sequences))
                 calls = rounds[name][-1]["calls"]
                 if name in bodies:
-                    rounds[f"h2load_{name}"].append(h2load_load(h2load, port, method, bodies[name], args.seconds,
-                                                                args.clients))
+                    rounds[f"h2load_{name}"].append(with_cpu(server_of[port], False, "calls", h2load_load, h2load,
+                                                             port, method, bodies[name], args.seconds, args.clients))
                     calls += rounds[f"h2load_{name}"][-1]["calls"]
                 if warm and before is not None:
                     after = state_counts(metrics[port])
@@ -279,15 +290,24 @@ def main() -> None:
         for server in servers:
             server.terminate()
             server.wait()
-    results = {name: max(rs, key=lambda x: x["calls_per_s"]) for name, rs in rounds.items()}
+    # The best round by calls/s, with the least server CPU a call of all rounds.
+    results = {name: {**max(rs, key=lambda x: x["calls_per_s"]), "cpu_us": least_cpu(rs)}
+               for name, rs in rounds.items()}
     for name, r in results.items():
-        print(f"{name:>19}: {r['calls_per_s']:>8,.0f} calls/s  p50 {r['p50_ms']} ms  p99 {r['p99_ms']} ms")
-    figures: dict[str, float] = {f"{name}_{k}": v for name, r in results.items() for k, v in r.items()}
+        cpu = "" if r["cpu_us"] is None else f"  server CPU {r['cpu_us']:,.0f} µs a call"
+        print(f"{name:>19}: {r['calls_per_s']:>8,.0f} calls/s  p50 {r['p50_ms']} ms  p99 {r['p99_ms']} ms{cpu}")
+    figures: dict[str, Any] = {f"{name}_{k.replace('cpu_us', 'server_cpu_us')}": v
+                               for name, r in results.items() for k, v in r.items()}
     figures["message_bytes"] = len(raw)
     figures["apply_message_bytes_mean"] = round(statistics.mean(game_bytes))
     kinds = ("apply", "apply_cold", "apply_warm")
     for name in kinds:
         figures[f"ratio_{name}"] = round(results[name]["calls_per_s"] / results["echo"]["calls_per_s"], 3)
+    # The same by the server's CPU a call: the echo's over the target's.
+    for name in [k for k in results if k.removeprefix("h2load_") != "echo"]:
+        echo = "h2load_echo" if name.startswith("h2load_") else "echo"
+        prefix, kind = ("h2load_", name.removeprefix("h2load_")) if name.startswith("h2load_") else ("", name)
+        figures[f"{prefix}cpu_ratio_{kind}"] = cpu_ratio(results[name]["cpu_us"], results[echo]["cpu_us"])
     if args.baseline:
         for name in kinds:
             figures[f"ratio_{name}_baseline"] = round(
@@ -306,6 +326,9 @@ def main() -> None:
     print(f"echo message {len(raw)} bytes; game requests {figures['apply_message_bytes_mean']} bytes on average")
     print(f"ratio apply/echo {figures['ratio_apply']} (games), {figures['ratio_apply_cold']} (cold), "
           f"{figures['ratio_apply_warm']} (warm)")
+    if figures.get("cpu_ratio_apply") is not None:
+        print("by server CPU a call: " + ", ".join(f"{name} {value}" for name, value in figures.items()
+                                                   if "cpu_ratio_" in name))
     print(json.dumps(figures))
 
 

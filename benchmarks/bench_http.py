@@ -12,12 +12,13 @@ engine. They are held against the bare echo and against a floor that does a sess
 action's Redis work and nothing else (benchmarks/bare_flask.py, ``/floor``: one read of
 the session's fields, one run of the service's compare-and-set script with a state of
 the same size, an answer of the same size), each connection on a session of its own.
-Beside req/s, each target's worker CPU a request (``worker_cpu_us``: the user and system
+Beside req/s, each target's worker CPU a request (``…_worker_cpu_us``: the user and system
 time of the gunicorn workers over a round, from Linux's /proc, divided by the requests
 answered; the least of the rounds) and the same ratios by it (``cpu_ratio_…``, the
 floor's CPU a request over the target's): the other processes on the shared cores move
-req/s by several per cent between rounds, the CPU a request far less. It counts the
-worker only: Redis's work for a session action and for the floor is the same.
+req/s by several per cent between rounds, the CPU a request far less (benchmarks/cpu.py).
+It counts the workers only: Redis's work for a session action and for the floor is the
+same.
 The last line printed is one JSON object.
 
 The load comes from wrk (Debian package ``wrk``; ``--client wrk``, the default) with
@@ -56,6 +57,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.cpu import cpu_ratio, least_cpu, with_cpu  # noqa: E402
 from engine import apply, decode_state, encode_state, format_action, legal_actions, new_game  # noqa: E402
 from service import http_server  # noqa: E402
 from service.config import Settings  # noqa: E402
@@ -259,35 +261,14 @@ def best(rounds: list[dict[str, float]]) -> dict[str, float]:
     """The round with the most requests/s (the machine is noisy; its best is the server's),
     with the least worker CPU a request of all rounds (None where it could not be read)."""
     top = dict(max(rounds, key=lambda r: r["requests_per_s"]))
-    cpus = [r["worker_cpu_us"] for r in rounds if r.get("worker_cpu_us") is not None]
-    top["worker_cpu_us"] = min(cpus) if cpus else None
+    top["cpu_us"] = least_cpu(rounds)
     return top
 
 
-def worker_cpu_s(server: subprocess.Popen[bytes]) -> float | None:
-    """User and system CPU seconds used so far by the gunicorn master ``server``'s
-    workers (Linux's /proc; None elsewhere)."""
-    try:
-        children = Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()
-        ticks = 0
-        for pid in children:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            ticks += int(fields[11]) + int(fields[12])  # utime, stime
-    except OSError:
-        return None
-    return ticks / os.sysconf("SC_CLK_TCK")
-
-
-def with_cpu(server: subprocess.Popen[bytes], run, *args) -> dict[str, float]:  # type: ignore[no-untyped-def]
-    """The figures of ``run(*args)`` (a load of ``server``), with its workers' CPU a request
-    answered in µs (``worker_cpu_us``): a cost that the other processes sharing the
-    cores (the load generator, Redis, the other servers) disturb far less than req/s."""
-    before = worker_cpu_s(server)
-    figures = run(*args)
-    after = worker_cpu_s(server)
-    figures["worker_cpu_us"] = (None if before is None or after is None or not figures["requests"]
-                                else round((after - before) / figures["requests"] * 1e6, 1))
-    return figures
+def worker_cpu(server: subprocess.Popen[bytes], run, *args):  # type: ignore[no-untyped-def]
+    """``run(*args)``'s figures (a load of the gunicorn ``server``) with its workers' CPU a
+    request answered (benchmarks/cpu.py)."""
+    return with_cpu(server, True, "requests", run, *args)
 
 
 def main() -> None:
@@ -343,11 +324,11 @@ def main() -> None:
             targets.append(("apply_baseline", "session_action_baseline", baseline_port, servers[-1]))
         for r in range(args.rounds):
             if wrk:
-                rounds["bare"].append(with_cpu(bare, wrk_load, wrk, bare_port, args.seconds, args.clients,
-                                               ["post", "/echo", str(work / "body.json")]))
+                rounds["bare"].append(worker_cpu(bare, wrk_load, wrk, bare_port, args.seconds, args.clients,
+                                                 ["post", "/echo", str(work / "body.json")]))
                 for apply_name, action_name, port, server in targets:
-                    rounds[apply_name].append(with_cpu(server, wrk_load, wrk, port, args.seconds, args.clients,
-                                                       ["post", "/v1/games/apply", str(work / "body.json")]))
+                    rounds[apply_name].append(worker_cpu(server, wrk_load, wrk, port, args.seconds, args.clients,
+                                                         ["post", "/v1/games/apply", str(work / "body.json")]))
                     # Per connection, twice the moves a round at the best rate seen so far would
                     # use, and a thousand more: on a machine whose load falls between rounds, the
                     # session round may run faster than every round before it.
@@ -359,24 +340,24 @@ def main() -> None:
                         list(pool.map(prepare_moves, [port] * args.clients,
                                       [moves_dir / f"{n}.txt" for n in range(1, args.clients + 1)],
                                       [moves] * args.clients))
-                    rounds[action_name].append(with_cpu(server, wrk_load, wrk, port, args.seconds, args.clients,
-                                                        ["actions", str(moves_dir)]))
+                    rounds[action_name].append(worker_cpu(server, wrk_load, wrk, port, args.seconds, args.clients,
+                                                          ["actions", str(moves_dir)]))
                 floor_dir = work / f"floor-{r}"
                 floor_dir.mkdir()
                 prepare_floor(redis_server.connection_url, floor_dir, args.clients, moves)
-                rounds["floor"].append(with_cpu(bare, wrk_load, wrk, bare_port, args.seconds, args.clients,
-                                                ["actions", str(floor_dir)]))
+                rounds["floor"].append(worker_cpu(bare, wrk_load, wrk, bare_port, args.seconds, args.clients,
+                                                  ["actions", str(floor_dir)]))
             else:
                 service = targets[0][3]
-                rounds["bare"].append(with_cpu(bare, load, bare_port, args.seconds, args.clients,
-                                               lambda conn, _: post(conn, "/echo", body)[0] == 200))
-                rounds["apply"].append(with_cpu(service, load, service_port, args.seconds, args.clients,
-                                                lambda conn, _: post(conn, "/v1/games/apply", body)[0] == 200))
+                rounds["bare"].append(worker_cpu(bare, load, bare_port, args.seconds, args.clients,
+                                                 lambda conn, _: post(conn, "/echo", body)[0] == 200))
+                rounds["apply"].append(worker_cpu(service, load, service_port, args.seconds, args.clients,
+                                                  lambda conn, _: post(conn, "/v1/games/apply", body)[0] == 200))
                 # (its untimed session creations count in its CPU a request)
-                rounds["session_action"].append(with_cpu(service, load, service_port, args.seconds, args.clients,
-                                                         session_request))
+                rounds["session_action"].append(worker_cpu(service, load, service_port, args.seconds, args.clients,
+                                                           session_request))
                 floor_request = floor_requests(redis_server.connection_url, r)
-                rounds["floor"].append(with_cpu(bare, load, bare_port, args.seconds, args.clients, floor_request))
+                rounds["floor"].append(worker_cpu(bare, load, bare_port, args.seconds, args.clients, floor_request))
             print(f"round {r + 1}/{args.rounds}: " + ", ".join(
                 f"{name} {best(rs)['requests_per_s']:,.0f} req/s" for name, rs in rounds.items()) + " (best so far)",
                 flush=True)
@@ -388,10 +369,10 @@ def main() -> None:
         shutil.rmtree(work, ignore_errors=True)
     results = {name: best(rs) for name, rs in rounds.items()}
     for name, r in results.items():
-        cpu = "" if r["worker_cpu_us"] is None else f"  worker CPU {r['worker_cpu_us']:,.0f} µs a request"
+        cpu = "" if r["cpu_us"] is None else f"  worker CPU {r['cpu_us']:,.0f} µs a request"
         print(f"{name:>15}: {r['requests_per_s']:>8,.0f} req/s  p50 {r['p50_ms']} ms  p99 {r['p99_ms']} ms  "
               f"errors {r['errors']}/{r['requests']}{cpu}")
-    figures = {f"{name}_{k}": v for name, r in results.items() for k, v in r.items()}
+    figures = {f"{name}_{k.replace('cpu_us', 'worker_cpu_us')}": v for name, r in results.items() for k, v in r.items()}
     figures["body_bytes"] = len(body)
     figures["client"] = client
     def ratio(target: str, floor: str) -> float:
@@ -402,21 +383,19 @@ def main() -> None:
     figures["ratio_session_action_vs_redis_floor"] = ratio("session_action", "floor")
     print(f"ratio apply/bare {figures['ratio_apply']}, session action/bare {figures['ratio_session_action']}, "
           f"session action/Redis floor {figures['ratio_session_action_vs_redis_floor']}")
-    def cpu_ratio(target: str, floor: str) -> float | None:
-        # The floor's worker CPU a request over the target's: as req/s, higher is better.
-        mine, theirs = results[target]["worker_cpu_us"], results[floor]["worker_cpu_us"]
-        return None if mine is None or theirs is None else round(theirs / mine, 3)
+    def by_cpu(target: str, floor: str) -> float | None:
+        return cpu_ratio(results[target]["cpu_us"], results[floor]["cpu_us"])
 
-    figures["cpu_ratio_apply"] = cpu_ratio("apply", "bare")
-    figures["cpu_ratio_session_action_vs_redis_floor"] = cpu_ratio("session_action", "floor")
+    figures["cpu_ratio_apply"] = by_cpu("apply", "bare")
+    figures["cpu_ratio_session_action_vs_redis_floor"] = by_cpu("session_action", "floor")
     if figures["cpu_ratio_apply"] is not None:
         print(f"by worker CPU a request: apply/bare {figures['cpu_ratio_apply']}, session action/Redis floor "
               f"{figures['cpu_ratio_session_action_vs_redis_floor']}")
     if args.baseline:
         figures["ratio_apply_baseline"] = ratio("apply_baseline", "bare")
         figures["ratio_session_action_vs_redis_floor_baseline"] = ratio("session_action_baseline", "floor")
-        figures["cpu_ratio_apply_baseline"] = cpu_ratio("apply_baseline", "bare")
-        figures["cpu_ratio_session_action_vs_redis_floor_baseline"] = cpu_ratio("session_action_baseline", "floor")
+        figures["cpu_ratio_apply_baseline"] = by_cpu("apply_baseline", "bare")
+        figures["cpu_ratio_session_action_vs_redis_floor_baseline"] = by_cpu("session_action_baseline", "floor")
         print(f"baseline {args.baseline}: apply/bare {figures['ratio_apply_baseline']}, session action/Redis floor "
               f"{figures['ratio_session_action_vs_redis_floor_baseline']}; by worker CPU a request "
               f"{figures['cpu_ratio_apply_baseline']} and "

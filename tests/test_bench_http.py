@@ -114,4 +114,8 @@ def test_bench_grpc_runs_end_to_end():
         for target in ("apply_cold", "apply_warm"):
             assert figures[f"{client}ratio_{target}"] == round(
                 figures[f"{client}{target}_calls_per_s"] / figures[f"{client}echo_calls_per_s"], 3), figures
+            # The server's CPU a call (Linux's /proc), and the same ratio by it.
+            assert figures[f"{client}{target}_server_cpu_us"] > 0, figures
+            assert figures[f"{client}cpu_ratio_{target}"] == round(
+                figures[f"{client}echo_server_cpu_us"] / figures[f"{client}{target}_server_cpu_us"], 3), figures
     assert figures["ratio_apply"] == round(figures["apply_calls_per_s"] / figures["echo_calls_per_s"], 3)
