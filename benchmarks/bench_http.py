@@ -14,11 +14,11 @@ the session's fields, one run of the service's compare-and-set script with a sta
 the same size, an answer of the same size), each connection on a session of its own.
 Beside req/s, each target's worker CPU a request (``…_worker_cpu_us``: the user and system
 time of the gunicorn workers over a round, from Linux's /proc, divided by the requests
-answered; the least of the rounds) and the same ratios by it (``cpu_ratio_…``, the
-floor's CPU a request over the target's): the other processes on the shared cores move
-req/s by several per cent between rounds, the CPU a request far less (benchmarks/cpu.py).
-It counts the workers only: Redis's work for a session action and for the floor is the
-same.
+answered; the median of the rounds) and the same ratios by it (``cpu_ratio_…``, the
+floor's CPU a request over the target's; benchmarks/cpu.py). It counts the workers only:
+Redis's work for a session action and for the floor is the same, so it shows the
+service's own share of a session action more plainly than req/s, in which Redis, wrk and
+the kernel's loopback weigh the same for both.
 The last line printed is one JSON object.
 
 The load comes from wrk (Debian package ``wrk``; ``--client wrk``, the default) with
@@ -57,7 +57,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.cpu import cpu_ratio, least_cpu, with_cpu  # noqa: E402
+from benchmarks.cpu import cpu_ratio, median_cpu, with_cpu  # noqa: E402
 from engine import apply, decode_state, encode_state, format_action, legal_actions, new_game  # noqa: E402
 from service import http_server  # noqa: E402
 from service.config import Settings  # noqa: E402
@@ -259,9 +259,9 @@ def floor_requests(redis_url: str, r: int):  # type: ignore[no-untyped-def]
 
 def best(rounds: list[dict[str, float]]) -> dict[str, float]:
     """The round with the most requests/s (the machine is noisy; its best is the server's),
-    with the least worker CPU a request of all rounds (None where it could not be read)."""
+    with the median worker CPU a request of all rounds (None where it could not be read)."""
     top = dict(max(rounds, key=lambda r: r["requests_per_s"]))
-    top["cpu_us"] = least_cpu(rounds)
+    top["cpu_us"] = median_cpu(rounds)
     return top
 
 

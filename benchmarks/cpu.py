@@ -1,10 +1,12 @@
-"""A server's CPU time, read from Linux's /proc: the cost of a request that the other
-processes sharing the cores (the load generator, Redis, other servers) disturb far less
-than they disturb requests a second."""
+"""A server's CPU time, read from Linux's /proc: what a request costs the server, a second
+view beside requests a second. It moves too (by 5 to 10 % between rounds on a 2-core
+machine: how many requests one wake-up of the event loop serves depends on the load),
+so the benchmarks report the median of their rounds."""
 
 from __future__ import annotations
 
 import os
+import statistics
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -39,10 +41,10 @@ def with_cpu(server: subprocess.Popen[bytes], children: bool, count: str, run: C
     return figures
 
 
-def least_cpu(rounds: list[dict[str, Any]]) -> float | None:
-    """The least ``cpu_us`` of the rounds (the least disturbed), or None."""
+def median_cpu(rounds: list[dict[str, Any]]) -> float | None:
+    """The median ``cpu_us`` of the rounds, or None."""
     found = [r["cpu_us"] for r in rounds if r.get("cpu_us") is not None]
-    return min(found) if found else None
+    return round(statistics.median(found), 1) if found else None
 
 
 def cpu_ratio(target: float | None, floor: float | None) -> float | None:
