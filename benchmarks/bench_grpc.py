@@ -4,8 +4,8 @@
 
 Both servers run in their own process with the same settings (grpc.aio, message
 limits, keepalive), on loopback, measured in interleaved rounds in the same run (the
-best round of each counts: the machine is noisy); the same client (one asyncio channel
-with --clients concurrent callers, raw bytes) loads them. The echo is a grpcio service
+best round of each counts for calls/s, p50 and p99: the machine is noisy); the same
+client (one asyncio channel with --clients concurrent callers, raw bytes) loads them. The echo is a grpcio service
 written the usual way: it receives the same ApplyRequest message (parsed by protobuf)
 and returns it (serialized).
 
@@ -41,9 +41,10 @@ their ratios against the same echo (``ratio_apply_baseline``, ...).
 
 Beside calls/s, each target's server CPU a call (``…_server_cpu_us``: the server process's
 user and system time over a round, all its threads, from Linux's /proc, over the calls
-answered; the median of the rounds) and the ratios by it, the echo's CPU a call over the
-target's (``cpu_ratio_…``, ``h2load_cpu_ratio_…``; benchmarks/cpu.py): the server's own
-cost, without the client's share of the cores.
+answered; the median of the rounds, so not always the best round's) and the ratios by
+it, the echo's CPU a call over the target's (``cpu_ratio_…``, ``h2load_cpu_ratio_…``;
+benchmarks/cpu.py): the server's own cost, without the client's share of the cores.
+Where /proc cannot tell, every CPU figure is null.
 
 The last line is one JSON object: ``ratio_apply`` is apply/echo, ``ratio_apply_cold``
 apply_cold/echo, ``ratio_apply_warm`` apply_warm/echo (the Python client's), and
@@ -216,7 +217,8 @@ def apply_once(port: int, request: bytes) -> pb.ApplyResponse:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=2.0, help="length of one measuring round")
-    parser.add_argument("--rounds", type=int, default=5, help="rounds per target, interleaved; the best counts")
+    parser.add_argument("--rounds", type=int, default=5,
+                        help="rounds per target, interleaved; the best counts for calls/s, the median for CPU")
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--baseline", type=Path, metavar="CHECKOUT",
                         help="another checkout whose server is measured in the same rounds")
@@ -240,7 +242,9 @@ def main() -> None:
     if args.baseline:
         servers.append(start([*service, str(baseline_port), "--metrics-port", str(metrics[baseline_port])],
                              baseline_port, args.baseline.resolve()))
-    server_of = {echo_port: servers[0], service_port: servers[1], baseline_port: servers[-1]}
+    pid_of = {echo_port: servers[0].pid, service_port: servers[1].pid}  # whose CPU a call is measured
+    if args.baseline:
+        pid_of[baseline_port] = servers[2].pid
     try:
         check_flow(service_port, games[0])
         # name: (port, method, the callers' request sequences)
@@ -269,12 +273,13 @@ def main() -> None:
                     # its answer to the cold request is that state again.
                     apply_once(port, raw)
                     before = state_counts(metrics[port])
-                rounds[name].append(with_cpu(server_of[port], False, "calls", load, port, args.seconds,
-                                             args.clients, method, sequences))
+                rounds[name].append(with_cpu(pid_of[port], load, port, args.seconds, args.clients, method, sequences,
+                                             children=False, count="calls"))
                 calls = rounds[name][-1]["calls"]
                 if name in bodies:
-                    rounds[f"h2load_{name}"].append(with_cpu(server_of[port], False, "calls", h2load_load, h2load,
-                                                             port, method, bodies[name], args.seconds, args.clients))
+                    rounds[f"h2load_{name}"].append(with_cpu(pid_of[port], h2load_load, h2load, port, method,
+                                                             bodies[name], args.seconds, args.clients,
+                                                             children=False, count="calls"))
                     calls += rounds[f"h2load_{name}"][-1]["calls"]
                 if warm and before is not None:
                     after = state_counts(metrics[port])
@@ -295,7 +300,7 @@ def main() -> None:
     for name, r in results.items():
         cpu = "" if r["cpu_us"] is None else f"  server CPU {r['cpu_us']:,.0f} µs a call"
         print(f"{name:>19}: {r['calls_per_s']:>8,.0f} calls/s  p50 {r['p50_ms']} ms  p99 {r['p99_ms']} ms{cpu}")
-    figures: dict[str, Any] = {f"{name}_{k.replace('cpu_us', 'server_cpu_us')}": v
+    figures: dict[str, Any] = {f"{name}_{'server_cpu_us' if k == 'cpu_us' else k}": v
                                for name, r in results.items() for k, v in r.items()}
     figures["message_bytes"] = len(raw)
     figures["apply_message_bytes_mean"] = round(statistics.mean(game_bytes))
@@ -303,10 +308,11 @@ def main() -> None:
     for name in kinds:
         figures[f"ratio_{name}"] = round(results[name]["calls_per_s"] / results["echo"]["calls_per_s"], 3)
     # The same by the server's CPU a call: the echo's over the target's.
-    for name in [k for k in results if k.removeprefix("h2load_") != "echo"]:
-        echo = "h2load_echo" if name.startswith("h2load_") else "echo"
-        prefix, kind = ("h2load_", name.removeprefix("h2load_")) if name.startswith("h2load_") else ("", name)
-        figures[f"{prefix}cpu_ratio_{kind}"] = cpu_ratio(results[name]["cpu_us"], results[echo]["cpu_us"])
+    for name in results:
+        client, kind = ("h2load_", name.removeprefix("h2load_")) if name.startswith("h2load_") else ("", name)
+        if kind != "echo":
+            figures[f"{client}cpu_ratio_{kind}"] = cpu_ratio(results[name]["cpu_us"],
+                                                            results[f"{client}echo"]["cpu_us"])
     if args.baseline:
         for name in kinds:
             figures[f"ratio_{name}_baseline"] = round(
@@ -326,8 +332,8 @@ def main() -> None:
     print(f"ratio apply/echo {figures['ratio_apply']} (games), {figures['ratio_apply_cold']} (cold), "
           f"{figures['ratio_apply_warm']} (warm)")
     if figures.get("cpu_ratio_apply") is not None:
-        print("by server CPU a call: " + ", ".join(f"{name} {value}" for name, value in figures.items()
-                                                   if "cpu_ratio_" in name))
+        print("by server CPU a call (the echo's over Apply's): " + ", ".join(
+            f"{name} {value}" for name, value in figures.items() if "cpu_ratio_" in name))
     print(json.dumps(figures))
 
 

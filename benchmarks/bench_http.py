@@ -5,8 +5,8 @@
 
 Both apps run under gunicorn with the same settings (the service's gevent workers, keep-alive), on
 loopback; the four targets are measured in interleaved rounds in the same run (the
-best round of each counts: the machine is noisy). The bare endpoint parses and returns
-the same JSON body as the apply request. Session actions are real moves: each client
+best round of each counts for req/s, p50 and p99: the machine is noisy). The bare
+endpoint parses and returns the same JSON body as the apply request. Session actions are real moves: each client
 plays its own sessions, move after legal move, its games known through the (deterministic)
 engine. They are held against the bare echo and against a floor that does a session
 action's Redis work and nothing else (benchmarks/bare_flask.py, ``/floor``: one read of
@@ -14,11 +14,14 @@ the session's fields, one run of the service's compare-and-set script with a sta
 the same size, an answer of the same size), each connection on a session of its own.
 Beside req/s, each target's worker CPU a request (``…_worker_cpu_us``: the user and system
 time of the gunicorn workers over a round, from Linux's /proc, divided by the requests
-answered; the median of the rounds) and the same ratios by it (``cpu_ratio_…``, the
-floor's CPU a request over the target's; benchmarks/cpu.py). It counts the workers only:
-Redis's work for a session action and for the floor is the same, so it shows the
-service's own share of a session action more plainly than req/s, in which Redis, wrk and
-the kernel's loopback weigh the same for both.
+answered; the median of the rounds, so not always the best round's) and the same ratios
+by it (``cpu_ratio_…``, the floor's CPU a request over the target's; benchmarks/cpu.py).
+It counts the workers only: Redis's work for a session action and for the floor is the
+same, so it shows the service's own share of a session action more plainly than req/s,
+in which Redis, wrk and the kernel's loopback weigh the same for both. Under the Python
+client the session action has none (its client makes and reads its sessions within the
+round, which the workers' CPU would carry); where /proc cannot tell, every CPU figure is
+null.
 The last line printed is one JSON object.
 
 The load comes from wrk (Debian package ``wrk``; ``--client wrk``, the default) with
@@ -268,13 +271,14 @@ def best(rounds: list[dict[str, float]]) -> dict[str, float]:
 def worker_cpu(server: subprocess.Popen[bytes], run, *args):  # type: ignore[no-untyped-def]
     """``run(*args)``'s figures (a load of the gunicorn ``server``) with its workers' CPU a
     request answered (benchmarks/cpu.py)."""
-    return with_cpu(server, True, "requests", run, *args)
+    return with_cpu(server.pid, run, *args, children=True, count="requests")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=3.0, help="length of one measuring round")
-    parser.add_argument("--rounds", type=int, default=3, help="rounds per target, interleaved; the best counts")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="rounds per target, interleaved; the best counts for req/s, the median for CPU")
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--client", choices=["wrk", "python"], default="wrk",
@@ -353,9 +357,9 @@ def main() -> None:
                                                  lambda conn, _: post(conn, "/echo", body)[0] == 200))
                 rounds["apply"].append(worker_cpu(service, load, service_port, args.seconds, args.clients,
                                                   lambda conn, _: post(conn, "/v1/games/apply", body)[0] == 200))
-                # (its untimed session creations count in its CPU a request)
-                rounds["session_action"].append(worker_cpu(service, load, service_port, args.seconds, args.clients,
-                                                           session_request))
+                # Not its CPU a request: the client creates and reads its sessions within the
+                # round (untimed, but the workers' CPU would carry them).
+                rounds["session_action"].append(load(service_port, args.seconds, args.clients, session_request))
                 floor_request = floor_requests(redis_server.connection_url, r)
                 rounds["floor"].append(worker_cpu(bare, load, bare_port, args.seconds, args.clients, floor_request))
             print(f"round {r + 1}/{args.rounds}: " + ", ".join(
@@ -372,7 +376,8 @@ def main() -> None:
         cpu = "" if r["cpu_us"] is None else f"  worker CPU {r['cpu_us']:,.0f} µs a request"
         print(f"{name:>15}: {r['requests_per_s']:>8,.0f} req/s  p50 {r['p50_ms']} ms  p99 {r['p99_ms']} ms  "
               f"errors {r['errors']}/{r['requests']}{cpu}")
-    figures = {f"{name}_{k.replace('cpu_us', 'worker_cpu_us')}": v for name, r in results.items() for k, v in r.items()}
+    figures = {f"{name}_{'worker_cpu_us' if k == 'cpu_us' else k}": v
+               for name, r in results.items() for k, v in r.items()}
     figures["body_bytes"] = len(body)
     figures["client"] = client
     def ratio(target: str, floor: str) -> float:
@@ -389,8 +394,8 @@ def main() -> None:
     figures["cpu_ratio_apply"] = by_cpu("apply", "bare")
     figures["cpu_ratio_session_action_vs_redis_floor"] = by_cpu("session_action", "floor")
     if figures["cpu_ratio_apply"] is not None:
-        print(f"by worker CPU a request: apply/bare {figures['cpu_ratio_apply']}, session action/Redis floor "
-              f"{figures['cpu_ratio_session_action_vs_redis_floor']}")
+        print(f"by worker CPU a request (the floor's over the target's): bare/apply {figures['cpu_ratio_apply']}, "
+              f"Redis floor/session action {figures['cpu_ratio_session_action_vs_redis_floor']}")
     if args.baseline:
         figures["ratio_apply_baseline"] = ratio("apply_baseline", "bare")
         figures["ratio_session_action_vs_redis_floor_baseline"] = ratio("session_action_baseline", "floor")
