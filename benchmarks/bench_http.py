@@ -6,9 +6,9 @@
 Both apps run under gunicorn with the same settings (the service's gevent workers, keep-alive), on
 loopback; the four targets are measured in interleaved rounds in the same run (the
 best round of each counts for req/s, p50 and p99: the machine is noisy). The bare
-endpoint parses and returns the same JSON body as the apply request. Session actions are real moves: each client
-plays its own sessions, move after legal move, its games known through the (deterministic)
-engine. They are held against the bare echo and against a floor that does a session
+endpoint parses and returns the same JSON body as the apply request. Session actions
+are real moves: each client plays its own sessions, move after legal move, its games
+known through the (deterministic) engine. They are held against the bare echo and against a floor that does a session
 action's Redis work and nothing else (benchmarks/bare_flask.py, ``/floor``: one read of
 the session's fields, one run of the service's compare-and-set script with a state of
 the same size, an answer of the same size), each connection on a session of its own.
