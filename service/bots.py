@@ -33,6 +33,12 @@ def think_here(work: Callable[[], T]) -> T:
     return work()
 
 
+def costly(bot: BotSettings) -> bool:
+    """Whether a bot's move is CPU work worth a lane of its own (a search, which resolved
+    settings give a budget), not a rule of thumb answered at once."""
+    return bot.simulations is not None or bot.budget_ms is not None
+
+
 @dataclass(frozen=True)
 class BotLimits:
     """The most an ismcts bot may be asked for: iterations a move, milliseconds a move."""
@@ -70,9 +76,14 @@ class Bots:
     def choose(self, view: engine.ViewDoc, settings: BotSettings) -> Suggestion:
         """The bot's choice for the view's seat (``illegal_action`` when it has none).
         A search stops at ``max_budget_ms`` whatever its settings (a house deck can make
-        each of its simulations long)."""
+        each of its simulations long). Only a search goes through ``think``: a rule of
+        thumb (random, heuristic, patient) is answered at once, in microseconds, so that
+        it never waits behind searches queued for the bots' threads."""
+        def work() -> Suggestion:
+            return choose(view, settings, self.limits.max_budget_ms)
+
         try:
-            return self.think(lambda: choose(view, settings, self.limits.max_budget_ms))
+            return self.think(work) if costly(settings) else work()
         except (InvalidInputError, IllegalActionError) as exc:
             raise from_engine(exc) from None
 

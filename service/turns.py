@@ -23,7 +23,7 @@ from engine.leaving import forfeit
 from engine.state import GameStatus
 
 from . import hooks, metrics
-from .bots import Bots, bots_due, keeps_a_person, next_bot
+from .bots import Bots, bots_due, costly, keeps_a_person, next_bot
 from .errors import ServiceError
 from .sessions import Decision, Sessions
 from .store import Change, Conflict, NotDue, Session
@@ -90,12 +90,6 @@ class Forced:
     outcome: str
     then: Callable[[], Forced] | None = None
     costly: bool = False  # the next step searches (an ISMCTS bot): it goes where bots think
-
-
-def costly(bot: BotSettings) -> bool:
-    """Whether a bot's move is CPU work worth a lane of its own (a search, which resolved
-    settings give a budget), not a rule of thumb answered at once."""
-    return bot.simulations is not None or bot.budget_ms is not None
 
 
 class Turns:

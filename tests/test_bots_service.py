@@ -145,6 +145,38 @@ def test_a_thinking_bot_does_not_stall_the_server(servers):
     assert waits and max(waits) < 0.5, waits  # not the bot's whole second
 
 
+def test_a_rule_of_thumb_does_not_wait_behind_queued_searches(servers):
+    """One worker, its two bot threads: six one-second searches (three seconds of its
+    bots' time, the callers hung up or not) do not hold up an instant bot. An easy hint
+    and a session whose bot seat plays at the easy level answer at once; before, they
+    waited in the same queue for every search ahead of them."""
+    http, _, _ = servers
+    state, _ = new_game({"edition": "2022"}, ["a", "b", "c", "d"], seed=3)
+    search = {**signed(state), "player": players_to_act(state)[0], "bot": {"kind": "ismcts", "budget_ms": 1000}}
+    flood = [threading.Thread(target=requests.post, args=(f"{http.url}/v1/games/suggest",),
+                              kwargs={"json": search, "timeout": 15}) for _ in range(6)]
+    for caller in flood:
+        caller.start()
+    time.sleep(0.5)  # every search is in: two thinking, four queued
+    try:
+        started = time.perf_counter()
+        hint = requests.post(f"{http.url}/v1/games/suggest", timeout=15,
+                             json={**signed(state), "player": players_to_act(state)[0], "bot": {"level": "easy"}})
+        hinted = time.perf_counter() - started
+        assert hint.status_code == 200, hint.text
+        started = time.perf_counter()
+        created = requests.post(f"{http.url}/v1/sessions", timeout=15, json={
+            "rules": {"edition": "2022"}, "players": [{"id": "cpu", "bot": {"level": "easy"}}, "ann"], "seed": 5})
+        moved = time.perf_counter() - started
+        assert created.status_code == 201, created.text
+        # The queue holds about 2.5 s of searches: an instant bot answers well before.
+        assert hinted < 1.2 and moved < 1.2, (hinted, moved)
+        assert any(flood_caller.is_alive() for flood_caller in flood)  # the searches were still queued
+    finally:
+        for caller in flood:
+            caller.join()
+
+
 def test_a_suggestion_stops_at_its_budget(servers):
     """A search asked to stop at 50 ms answers at its budget (the p99 target, budget +
     20 ms, is benchmarks/latency.py's: these bounds hold on a loaded machine)."""
