@@ -465,7 +465,10 @@ def main(argv: list[str] | None = None) -> int:
         return check(args, Settings())
     if args.command == "verify":
         return verify(args)
-    settings = _settings(args)
+    try:
+        settings = _settings(args)
+    except ValueError as error:  # a setting that is malformed or out of its bounds
+        parser.exit(2, f"ono99: {error}\n")
     logs.setup(settings.log_level)
     if args.command in ("serve", "http", "grpc"):
         settings.record_key = settings.resolved_record_key()  # one key for every worker and process it starts

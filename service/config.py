@@ -94,6 +94,18 @@ class Settings:
     webhook_lease: float = 15.0
     log_level: str = "info"
 
+    def __post_init__(self) -> None:
+        # The bot settings a service cannot work with: no thread to think on (every bot
+        # call would wait forever), no move a call, or bounds past the engine's own.
+        from engine.bots import MAX_BUDGET_MS, MAX_SIMULATIONS
+
+        for name, low, high in (("bot_threads", 1, None), ("bot_moves_per_call", 1, None),
+                                ("bot_max_simulations", 1, MAX_SIMULATIONS), ("bot_max_budget_ms", 1, MAX_BUDGET_MS)):
+            value = getattr(self, name)
+            if value < low or (high is not None and value > high):
+                bounds = f"from {low} to {high}" if high is not None else f"at least {low}"
+                raise ValueError(f"{env_name(name)} must be {bounds}, not {value}")
+
     def pick(self, kind: type[T], prefix: str = "") -> T:
         """A ``kind`` (a dataclass of settings, such as ``Limits``) built by keyword from
         the settings of the same names (with ``prefix``: ``bot_`` + ``max_budget_ms``)."""
@@ -147,7 +159,10 @@ class Settings:
         for f in fields(cls):
             raw = os.environ.get(env_name(f.name))
             if raw:
-                values[f.name] = _parse(raw, hints[f.name])
+                try:
+                    values[f.name] = _parse(raw, hints[f.name])
+                except ValueError:
+                    raise ValueError(f"{env_name(f.name)} must be {_kind_name(hints[f.name])}, not {raw!r}") from None
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
 
@@ -156,6 +171,12 @@ def env_name(setting: str) -> str:
     """The environment variable of a setting."""
     declared = next(f for f in fields(Settings) if f.name == setting)
     return declared.metadata.get("env") or f"ONO99_{setting.upper()}"
+
+
+def _kind_name(kind: Any) -> str:
+    """How a setting's type is said in an error: "an integer", "a number", ..."""
+    options = [k for k in typing.get_args(kind) if k is not type(None)] or [kind]
+    return {int: "an integer", float: "a number"}.get(options[0], str(options[0]))
 
 
 def _parse(raw: str, kind: Any) -> Any:

@@ -177,6 +177,35 @@ def test_a_rule_of_thumb_does_not_wait_behind_queued_searches(servers):
             caller.join()
 
 
+def test_bot_settings_a_service_cannot_work_with_stop_it_at_start(monkeypatch):
+    """No bot thread (every bot call would wait for ever), no bot move a call, bounds
+    past the engine's own, or a value that is no number: `ono99` says which setting and
+    exits 2 before it serves; the bounds themselves are accepted."""
+    import os
+    import subprocess
+    import sys
+
+    from engine.bots import MAX_BUDGET_MS, MAX_SIMULATIONS
+    from service.config import Settings
+
+    for name, value, said in (("ONO99_BOT_THREADS", "0", "must be at least 1, not 0"),
+                              ("ONO99_BOT_MOVES_PER_CALL", "0", "must be at least 1, not 0"),
+                              ("ONO99_BOT_MAX_SIMULATIONS", str(MAX_SIMULATIONS + 1),
+                               f"must be from 1 to {MAX_SIMULATIONS}, not {MAX_SIMULATIONS + 1}"),
+                              ("ONO99_BOT_MAX_BUDGET_MS", "0", f"must be from 1 to {MAX_BUDGET_MS}, not 0"),
+                              ("ONO99_BOT_THREADS", "two", "must be an integer, not 'two'")):
+        started = subprocess.run([sys.executable, "-m", "service.cli", "http"], capture_output=True, text=True,
+                                 timeout=60, env={**os.environ, name: value})
+        assert started.returncode == 2, (name, value, started.stderr[-2000:])
+        assert started.stderr.strip() == f"ono99: {name} {said}", started.stderr[-2000:]
+    for name, value in (("ONO99_BOT_THREADS", "1"), ("ONO99_BOT_MOVES_PER_CALL", "1"),
+                        ("ONO99_BOT_MAX_SIMULATIONS", str(MAX_SIMULATIONS)), ("ONO99_BOT_MAX_BUDGET_MS", "1"),
+                        ("ONO99_BOT_MAX_BUDGET_MS", str(MAX_BUDGET_MS))):
+        monkeypatch.setenv(name, value)
+        Settings.from_env()
+        monkeypatch.delenv(name)
+
+
 def test_a_suggestion_stops_at_its_budget(servers):
     """A search asked to stop at 50 ms answers at its budget (the p99 target, budget +
     20 ms, is benchmarks/latency.py's: these bounds hold on a loaded machine)."""
