@@ -7,6 +7,7 @@ view, never a state.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
@@ -122,7 +123,7 @@ class Bots:
             actor = next_bot(state, bots, wait_for_people)
             if actor is None:
                 break
-            action = self.move(engine.view_doc(state, actor), bots[actor], version)
+            action = self.move(engine.view_doc(state, actor), bots[actor], version, state.seed)
             next_state, events = engine.apply(state, action)  # a bot chooses among the legal actions
             if not commit(version, state, action, next_state, events):
                 break
@@ -131,11 +132,15 @@ class Bots:
             moved.extend({**e, "version": version} for e in events)
         return version, state, moved
 
-    def move(self, view: engine.ViewDoc, settings: BotSettings, version: int) -> engine.Action:
-        """A bot seat's move at session ``version``: seeded by the seat's seed and the
-        version, so a session replays alike and no two moves share a seed."""
-        seed = (settings.seed or 0) * 1_000_003 + version
-        seeded = msgspec.structs.replace(settings, seed=(seed + 2**63) % 2**64 - 2**63)
+    def move(self, view: engine.ViewDoc, settings: BotSettings, version: int, game_seed: int | str) -> engine.Action:
+        """A bot seat's move at session ``version``: seeded by the seat's seed, the game's
+        seed and the version, so a session replays alike and no two moves share a seed.
+        The game's seed is hidden from the seats until the game is over (it deals every
+        card), where the seat's settings are not (the record's header names them): with
+        them alone, a seat could replay the bot's search for each hand it might hold and
+        rule out the hands that would not have played its move."""
+        mixed = hashlib.sha256(f"{settings.seed or 0}:{game_seed}:{version}".encode()).digest()
+        seeded = msgspec.structs.replace(settings, seed=int.from_bytes(mixed[:8], "big", signed=True))
         return self.choose(view, seeded).action
 
 

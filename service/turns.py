@@ -279,7 +279,7 @@ class Turns:
             after, events = forfeit(state, player)
             return after, events, [{"type": records.FORFEIT, "player": player}]
         view = engine.view_doc(state, player)
-        action = self.bots.move(view, timer.bot, version) if timer.on_timeout == "bot" else cautious(view)
+        action = self.bots.move(view, timer.bot, version, state.seed) if timer.on_timeout == "bot" else cautious(view)
         after, events = engine.apply(state, action)
         actions = [engine.format_action(action)]
         seat = after.seat(player)

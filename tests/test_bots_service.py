@@ -206,6 +206,27 @@ def test_bot_settings_a_service_cannot_work_with_stop_it_at_start(monkeypatch):
         monkeypatch.delenv(name)
 
 
+def test_a_bot_seats_moves_cannot_be_replayed_from_its_settings_alone():
+    """A session's record names each bot seat's settings, its seed included, from the
+    start. A bot seat's move is seeded by them, the version and the game's own seed, which
+    stays hidden until the game is over: with the settings alone, a seat could otherwise
+    replay the bot's choice for every hand it might hold and rule out those that would not
+    have played its move. The same game replays alike."""
+    from engine import view_doc
+    from engine.bots import parse_bot
+    from service.bots import BotLimits, Bots
+
+    bots = Bots(BotLimits(max_simulations=100, max_budget_ms=1000))
+    settings = parse_bot({"kind": "random", "seed": 7}, "bot")
+    state, _ = new_game({"edition": "2022"}, ["cpu", "ann", "bob"], seed=1)
+    view = view_doc(state, "cpu")
+    assert len(legal_actions(state)) > 1
+    moves = {game_seed: [bots.move(view, settings, version, game_seed) for version in range(2, 12)]
+             for game_seed in (1, 2, 3, "b" * 32)}
+    assert len({tuple(m) for m in moves.values()}) > 1  # the hidden game seed decides, not the settings alone
+    assert moves[1] == [bots.move(view, settings, version, 1) for version in range(2, 12)]  # replays alike
+
+
 def test_a_suggestion_stops_at_its_budget(servers):
     """A search asked to stop at 50 ms answers at its budget (the p99 target, budget +
     20 ms, is benchmarks/latency.py's: these bounds hold on a loaded machine)."""
