@@ -144,6 +144,14 @@ class Bots:
         return self.choose(view, seeded).action
 
 
+def same_bot(current: BotSettings | None, wanted: BotSettings) -> bool:
+    """Whether a seat's bot ``current`` plays as ``wanted``, their seeds aside: a
+    hand-over asked again (a retry, whose seed is drawn anew when it names none) is no
+    new version."""
+    return current is not None and (msgspec.structs.replace(current, seed=None)
+                                    == msgspec.structs.replace(wanted, seed=None))
+
+
 def keeps_a_person(people: Iterable[Any], bots: dict[str, BotSettings]) -> bool:
     """Whether one of ``people`` (the seats with a token) is left without a bot: a session
     always keeps a person's seat (a table of bots alone would play itself)."""

@@ -8,14 +8,15 @@ import logging
 from typing import Any
 
 import engine
-from engine import Event
+from engine import Event, IllegalActionError
 from engine.actions import PLAYER_ID
 from engine.bots import BotSettings, Suggestion
+from engine.state import GameStatus
 
 from .admission import Admission
 from .answers import Then, Versioned
-from .bots import Bots, bots_due, keeps_a_person
-from .errors import ServiceError, engine_call
+from .bots import Bots, bots_due, keeps_a_person, same_bot
+from .errors import ServiceError, engine_call, from_engine
 from .sessions import Decision, Sessions
 from .store import Conflict, Session
 from .timers import INFLIGHT_GRACE_MS, now_ms
@@ -72,6 +73,9 @@ class SeatOperations:
             state = session.game()
             if state.seat(player) is None:
                 raise ServiceError("invalid_request", f"{player!r} does not play in this session", field="player")
+            if state.status != GameStatus.PLAYING:  # a finished game's seats play no more
+                raise from_engine(IllegalActionError("R-WIN-1", "game_over", "the game is over: its seats are "
+                                                     "handed over no more"))
             if settings is None:
                 if player not in session.bots:
                     return Decision(lambda version: Then(Versioned(version, session.chain)))  # the person has it
@@ -79,7 +83,7 @@ class SeatOperations:
                     raise ServiceError("invalid_request", f"{player!r} was made a bot seat: no person holds it",
                                        field="player")
                 bots, timeouts, event = back_to_person(session, player)
-            elif session.bots.get(player) == settings:
+            elif same_bot(session.bots.get(player), settings):
                 return Decision(lambda version: Then(Versioned(version, session.chain)))  # that bot has it already
             else:
                 bots, timeouts = {**session.bots, player: settings}, None

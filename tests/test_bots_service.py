@@ -332,6 +332,37 @@ def test_a_seat_is_handed_to_a_bot_and_back(servers):
                        {"type": "seat_changed", "player": "bob", "version": version + 3}]
 
 
+def test_a_hand_over_asked_again_is_no_new_version_and_a_finished_game_hands_over_nothing(servers):
+    """A hand-over sent again (a retry; its seed drawn anew when it names none) answers
+    the session's version, unchanged: the seat is that bot's already, its seed aside.
+    Once the game is over no seat is handed over or back (422 game_over): a finished
+    session's record and log stay as the game left them."""
+    http, _, _ = servers
+    made = create(http, ["ann", "bob"])
+    sid, seats = made["session_id"], made["seats"]
+    url = f"{http.url}/v1/sessions/{sid}/seats/bob/bot"
+    versions = [requests.put(url, json={"bot": {"level": "medium"}}, headers=auth(seats["bob"]),
+                             timeout=10).json()["version"] for _ in range(3)]
+    assert versions[1] == versions[2] == versions[0], versions
+    other = requests.put(url, json={"bot": {"level": "easy"}}, headers=auth(seats["bob"]), timeout=10).json()
+    assert other["version"] > versions[0]  # another bot is a hand-over
+    while True:  # ann plays the game out; bob's bot answers each move
+        state, _ = session_state(http, sid)
+        if state.status != "playing":
+            break
+        listed = requests.get(f"{http.url}/v1/sessions/{sid}", headers=auth(seats["ann"]),
+                              timeout=10).json()["view"]["legal_actions"]
+        assert requests.post(f"{http.url}/v1/sessions/{sid}/actions", json={"action": listed[0]},
+                             headers=auth(seats["ann"]), timeout=10).status_code == 200
+    _, final = session_state(http, sid)
+    for method, token in (("put", seats["bob"]), ("delete", seats["bob"]), ("put", SERVICE_KEY),
+                          ("delete", SERVICE_KEY)):
+        answer = requests.request(method, url, json={"bot": {"level": "hard"}} if method == "put" else None,
+                                  headers=auth(token), timeout=10)
+        assert answer.status_code == 422 and answer.json()["reason"] == "game_over", answer.text
+    assert session_state(http, sid)[1] == final
+
+
 def test_legal_actions_in_a_session_view_are_accepted_as_is(servers):
     http, _, _ = servers
     made = create(http, ["ann", "bob"], rules={"edition": "1980", "draw": "manual"})
