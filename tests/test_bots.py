@@ -141,7 +141,7 @@ def test_settings_are_resolved_and_checked():
                        ({"kind": "heuristic", "extra": 1}, "bot")]:
         with pytest.raises(InvalidInputError) as caught:
             parse_bot(doc)
-        assert (caught.value.path or "").startswith(field), (doc, caught.value.path)
+        assert caught.value.path == field, (doc, caught.value.path)
 
 
 def test_an_ismcts_bots_resolved_settings_name_its_rollouts():
@@ -285,7 +285,8 @@ def test_a_level_is_its_preset_and_is_read_back():
         assert resolved == msgspec.structs.replace(preset, seed=4)
         assert parse_bot(bot_to_dict(resolved)) == resolved  # an answer's settings sent back
         assert isinstance(parse_bot({"level": level}).seed, int)
-    for doc, field in [({"level": "expert"}, "bot.level"), ({"level": "hard", "simulations": 5}, "bot"),
+    for doc, field in [({"level": "expert"}, "bot.level"), ({"level": "hard", "simulations": 5}, "bot.level"),
+                       ({"level": "easy", "uct_c": 1.0}, "bot.level"),
                        ({"kind": "ismcts", "level": "hard", "simulations": 5}, "bot.level"),
                        ({"kind": "random", "level": "hard"}, "bot.level")]:
         with pytest.raises(InvalidInputError) as caught:
