@@ -36,7 +36,7 @@ def think_here(work: Callable[[], T]) -> T:
 
 def costly(bot: BotSettings) -> bool:
     """Whether a bot's move is CPU work worth a lane of its own (a search, which resolved
-    settings give a budget), not a rule of thumb answered at once."""
+    settings give a budget: engine.bots.parse_bot), not a rule of thumb answered at once."""
     return bot.simulations is not None or bot.budget_ms is not None
 
 
@@ -78,8 +78,9 @@ class Bots:
         """The bot's choice for the view's seat (``illegal_action`` when it has none).
         A search stops at ``max_budget_ms`` whatever its settings (a house deck can make
         each of its simulations long). Only a search goes through ``think``: a rule of
-        thumb (random, heuristic, patient) is answered at once, in microseconds, so that
-        it never waits behind searches queued for the bots' threads."""
+        thumb (random, heuristic, patient) is answered at once (well under a millisecond;
+        about 2 ms on the largest deck the bounds allow), so that it never waits behind
+        searches queued for the bots' threads."""
         def work() -> Suggestion:
             return choose(view, settings, self.limits.max_budget_ms)
 

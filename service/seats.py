@@ -76,15 +76,18 @@ class SeatOperations:
             if state.status != GameStatus.PLAYING:  # a finished game's seats play no more
                 raise from_engine(IllegalActionError("R-WIN-1", "game_over", "the game is over: its seats are "
                                                      "handed over no more"))
+            unchanged = functools.partial(self._bots_then, session_id, state, session.bots, session.chain)
             if settings is None:
                 if player not in session.bots:
-                    return Decision(lambda version: Then(Versioned(version, session.chain)))  # the person has it
+                    return Decision(unchanged)  # the person has it already
                 if player not in session.people():
                     raise ServiceError("invalid_request", f"{player!r} was made a bot seat: no person holds it",
                                        field="player")
                 bots, timeouts, event = back_to_person(session, player)
             elif same_bot(session.bots.get(player), settings):
-                return Decision(lambda version: Then(Versioned(version, session.chain)))  # that bot has it already
+                # That bot has it already (a retry): the session's version, and the bot
+                # moves a call that went away left unmade.
+                return Decision(unchanged)
             else:
                 bots, timeouts = {**session.bots, player: settings}, None
                 if not keeps_a_person(session.people(), bots):
@@ -101,6 +104,11 @@ class SeatOperations:
     def _handed_over(self, session_id: str, player: str, state: engine.GameState, bots: dict[str, Any],
                      chain: str, version: int) -> Then[Versioned]:
         log.info("seat changed", extra={"session_id": session_id, "version": version, "player": player})
+        return self._bots_then(session_id, state, bots, chain, version)
+
+    def _bots_then(self, session_id: str, state: engine.GameState, bots: dict[str, Any], chain: str | None,
+                   version: int) -> Then[Versioned]:
+        """The answer at ``version``, and the moves of the bot seats due then, if any."""
         handed = Versioned(version, chain)
         if not bots_due(state, bots):
             return Then(handed)

@@ -12,7 +12,7 @@ import grpc
 import pytest
 import requests
 
-from engine import decode_state, encode_state, legal_actions, new_game, parse_action
+from engine import apply, decode_state, encode_state, legal_actions, new_game, parse_action
 from engine.actions import format_action
 from engine.bots import bot_to_dict, players_to_act
 from service.grpc_api import convert
@@ -346,7 +346,7 @@ def test_a_hand_over_asked_again_is_no_new_version_and_a_finished_game_hands_ove
     assert versions[1] == versions[2] == versions[0], versions
     other = requests.put(url, json={"bot": {"level": "easy"}}, headers=auth(seats["bob"]), timeout=10).json()
     assert other["version"] > versions[0]  # another bot is a hand-over
-    while True:  # ann plays the game out; bob's bot answers each move
+    for _ in range(500):  # ann plays the game out; bob's bot answers each move
         state, _ = session_state(http, sid)
         if state.status != "playing":
             break
@@ -354,6 +354,7 @@ def test_a_hand_over_asked_again_is_no_new_version_and_a_finished_game_hands_ove
                               timeout=10).json()["view"]["legal_actions"]
         assert requests.post(f"{http.url}/v1/sessions/{sid}/actions", json={"action": listed[0]},
                              headers=auth(seats["ann"]), timeout=10).status_code == 200
+    assert state.status == "over"
     _, final = session_state(http, sid)
     for method, token in (("put", seats["bob"]), ("delete", seats["bob"]), ("put", SERVICE_KEY),
                           ("delete", SERVICE_KEY)):
@@ -361,6 +362,43 @@ def test_a_hand_over_asked_again_is_no_new_version_and_a_finished_game_hands_ove
                                   headers=auth(token), timeout=10)
         assert answer.status_code == 422 and answer.json()["reason"] == "game_over", answer.text
     assert session_state(http, sid)[1] == final
+
+
+def test_a_hand_over_asked_again_makes_the_bot_moves_left_unmade(throwaway_redis):
+    """A hand-over retried after its call went away (here: its bot moves cut at one a
+    call) is no new version, but it makes the bot moves still due, as a read does."""
+    http = start_http(throwaway_redis, workers=1, ONO99_BOT_MOVES_PER_CALL="1", **BOT_LIMITS)
+    try:
+        made = create(http, ["bob", "cy", "ann"])  # bob acts first, cy next
+        sid, seats = made["session_id"], made["seats"]
+
+        def hand(player):
+            answer = requests.put(f"{http.url}/v1/sessions/{sid}/seats/{player}/bot", json={"bot": {"level": "medium"}},
+                                  headers=auth(seats[player]), timeout=10)
+            assert answer.status_code == 200, answer.text
+            return answer.json()["version"]
+
+        assert hand("cy") == 2  # bob, a person, is to act: no bot moves
+        assert hand("bob") == 3  # bob's bot moves (version 4); cy's move is left: one bot move a call
+        state, version = session_state_unmoved(http, sid)
+        assert (version, state.players[state.current].id) == (4, "cy")
+        assert hand("bob") == 4  # the same bot: no new version, but cy's bot moves now
+        state, version = session_state_unmoved(http, sid)
+        assert version == 5 and state.players[state.current].id == "ann"
+    finally:
+        http.stop()
+
+
+def session_state_unmoved(http, sid):
+    """The session's state and version as stored (its events log, which moves no bot)."""
+    events = requests.get(f"{http.url}/v1/sessions/{sid}/events", headers=auth(SERVICE_KEY), timeout=10).json()
+    version = max(e["version"] for e in events["events"]) if events["events"] else 1
+    record = requests.get(f"{http.url}/v1/sessions/{sid}/record", headers=auth(SERVICE_KEY), timeout=10).json()
+    state = decode_state(record["header"]["initial_state"])
+    for v in record["versions"][1:]:
+        for action in v["actions"]:
+            state = apply(state, parse_action(action))[0]
+    return state, max(version, len(record["versions"]))
 
 
 def test_legal_actions_in_a_session_view_are_accepted_as_is(servers):
