@@ -173,6 +173,25 @@ def test_a_seat_goes_to_a_bot_after_two_timeouts_and_back_when_its_token_acts(ht
     assert back
 
 
+@pytest.mark.rules("R-WIN-1")
+def test_a_finished_game_hands_no_seat_back(http, keeper):
+    """Every seat times out twice and goes to a bot, which play the game out; a person's
+    action after the end is refused (422 game_over) and hands no seat back: nothing is
+    written after the game's end."""
+    made = create(http, players=["ann", "bob", "cy"], on_timeout="draw", timeouts_to_bot=2)
+    sid, seats = made["session_id"], made["seats"]
+    def version() -> tuple[int, str]:
+        read = requests.get(f"{http.url}/v1/sessions/{sid}", headers=auth(SERVICE_KEY), timeout=10).json()
+        return read["version"], read["view"]["status"]
+
+    assert wait_for(lambda: version()[1] == "over", 90)
+    before = version()
+    answer = requests.post(f"{http.url}/v1/sessions/{sid}/actions", json={"action": {"player": "ann", "type": "draw"}},
+                           headers=auth(seats["ann"]), timeout=10)
+    assert answer.status_code == 422 and answer.json()["reason"] == "game_over", answer.text
+    assert version() == before
+
+
 def test_a_long_polling_client_sees_a_timeout_within_a_second(http, keeper):
     made = create(http, on_timeout="draw", timeouts_to_bot=0)
     sid, deadline = made["session_id"], made["view"]["deadline_ms"]
