@@ -226,6 +226,21 @@ def test_a_bot_seats_moves_cannot_be_replayed_from_its_settings_alone():
     assert len({tuple(m) for m in moves.values()}) > 1  # the hidden game seed decides, not the settings alone
     assert moves[1] == [bots.move(view, settings, version, 1) for version in range(2, 12)]  # replays alike
 
+    # And a session's bot seats are handed the game's seed as it is dealt.
+    seen = []
+    move = Bots.move
+
+    def spy(self, view, settings, version, game_seed):
+        seen.append(game_seed)
+        return move(self, view, settings, version, game_seed)
+
+    Bots.move = spy
+    try:
+        played = bots.play(1, state, {"cpu": settings}, lambda *_: True, 1)
+    finally:
+        Bots.move = move
+    assert seen == [state.seed] and played[0] == 2
+
 
 def test_a_suggestion_stops_at_its_budget(servers):
     """A search asked to stop at 50 ms answers at its budget (the p99 target, budget +

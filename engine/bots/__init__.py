@@ -104,9 +104,10 @@ def parse_bot(doc: Any, root: str = "bot") -> BotSettings:
     is given, and ``rollout`` (DEFAULT_ROLLOUT) unless given. Raises InvalidInputError
     naming the field."""
     if isinstance(doc, dict) and "level" in doc and "kind" not in doc:
-        if set(doc) - {"level", "seed"}:
+        beside = sorted(str(k) for k in set(doc) - {"level", "seed"})
+        if beside:
             raise InvalidInputError("a level is its preset's kind and budget: give the level alone "
-                                    "(and a seed, if any)", f"{root}.level")
+                                    f"(and a seed, if any), not with {', '.join(beside)[:200]}", f"{root}.level")
         asked = convert(doc, BotLevel, root)
         settings = msgspec.structs.replace(LEVELS[asked.level], seed=asked.seed)
     else:
