@@ -12,7 +12,7 @@ from .codec import decode_state, dumps_state, encode_state, loads_state, state_f
 from .deal import check_players, new_game
 from .documents import StateDoc
 from .errors import EngineError, IllegalActionError, InvalidInputError
-from .game import apply, legal_actions
+from .game import apply, check_in_play, legal_actions
 from .rules import OPTIONS, PRESETS, Rules, describe_options, resolve_rules, rules_to_dict
 from .state import Action, ActionType, GameState, Play2, Player
 from .table import Event
@@ -42,6 +42,7 @@ __all__ = [
                     "StateDoc",
                     "ViewDoc",
                     "apply",
+                    "check_in_play",
                     "check_players",
                     "decode_state",
                     "describe_options",

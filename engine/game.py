@@ -143,6 +143,13 @@ def _illegal(rule_reason: tuple[str, str], detail: str | None = None) -> Illegal
     return IllegalActionError(rule_reason[0], rule_reason[1], detail or _EXPLAIN[rule_reason])
 
 
+def check_in_play(state: GameState) -> None:
+    """IllegalActionError once the game is over (R-WIN-1): nothing more happens in it,
+    neither an action, a forfeit nor a seat handed to a bot or back."""
+    if state.status != PLAYING:
+        raise IllegalActionError("R-WIN-1", "game_over", "the game is over")
+
+
 def apply(state: GameState, action: Action | Mapping[str, Any]) -> tuple[GameState, list[Event]]:
     """The state after ``action`` and the events it caused, in order.
 
@@ -151,8 +158,7 @@ def apply(state: GameState, action: Action | Mapping[str, Any]) -> tuple[GameSta
     """
     if type(action) is not Action:
         action = parse_action(action)
-    if state.status != PLAYING:
-        raise IllegalActionError("R-WIN-1", "game_over", "the game is over")
+    check_in_play(state)
     pid = action.player
     kind = action.type
     seat = state.current
@@ -329,6 +335,7 @@ __all__ = [
     "OUT",
     "Action",
     "apply",
+    "check_in_play",
     "legal_actions",
     "new_total",
     "why_not",

@@ -4,9 +4,9 @@ a player who forfeits. Not a move a player sends: the service applies it."""
 from __future__ import annotations
 
 from .errors import IllegalActionError
-from .game import enter_turn
+from .game import check_in_play, enter_turn
 from .scoring import mode
-from .state import NEW_TURN, OUT, PLAYING, GameState
+from .state import NEW_TURN, OUT, GameState
 from .table import Event, Table, end_game, next_active
 
 
@@ -14,8 +14,7 @@ def forfeit(state: GameState, player: str) -> tuple[GameState, list[Event]]:
     """The state after ``player`` forfeits (R-TIME-1), and its events (``eliminated``
     with reason ``forfeit``, then what follows). IllegalActionError when the game is over
     or the player is not in it."""
-    if state.status != PLAYING:
-        raise IllegalActionError("R-WIN-1", "game_over", "the game is over")
+    check_in_play(state)
     seat = state.seat(player)
     if seat is None:
         raise IllegalActionError("R-PLAYERS", "unknown_player", f"{player!r} does not play in this game")

@@ -283,9 +283,7 @@ class Application:
             # A seat a timer gave a bot: its person is back. The hand-back is a version of
             # its own, written in one commit with the action (so that a pinned version is
             # judged against the session as read); a refused action still hands it back.
-            # Once the game is over, no seat is handed back: the record ends with the game.
-            back = (player is not None and session.game().status == GameStatus.PLAYING
-                    and self.seats.escalated(session, player))
+            back = player is not None and self.seats.escalated(session, player)
             return self._judge(session_id, session, parsed, scoped_key, fingerprint, back)
 
         def pinned(lost: Conflict) -> Then[SessionAnswer]:

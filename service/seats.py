@@ -8,7 +8,7 @@ import logging
 from typing import Any
 
 import engine
-from engine import Event, IllegalActionError
+from engine import Event
 from engine.actions import PLAYER_ID
 from engine.bots import BotSettings, Suggestion
 from engine.state import GameStatus
@@ -16,7 +16,7 @@ from engine.state import GameStatus
 from .admission import Admission
 from .answers import Then, Versioned
 from .bots import Bots, bots_due, keeps_a_person, same_bot
-from .errors import ServiceError, engine_call, from_engine
+from .errors import ServiceError, engine_call
 from .sessions import Decision, Sessions
 from .store import Conflict, Session
 from .timers import INFLIGHT_GRACE_MS, now_ms
@@ -73,9 +73,7 @@ class SeatOperations:
             state = session.game()
             if state.seat(player) is None:
                 raise ServiceError("invalid_request", f"{player!r} does not play in this session", field="player")
-            if state.status != GameStatus.PLAYING:  # a finished game's seats play no more
-                raise from_engine(IllegalActionError("R-WIN-1", "game_over", "the game is over: its seats are "
-                                                     "handed over no more"))
+            engine_call(engine.check_in_play, state)  # a finished game's seats change no more
             unchanged = functools.partial(self._bots_then, session_id, state, session.bots, session.chain)
             if settings is None:
                 if player not in session.bots:
@@ -134,8 +132,10 @@ class SeatOperations:
 
     @staticmethod
     def escalated(session: Session, player: str) -> bool:
-        """Whether a turn timer handed ``player``'s seat to a bot (after their timeouts)."""
-        if session.timer is None or player not in session.bots:
+        """Whether a turn timer handed ``player``'s seat to a bot (after their timeouts)
+        in a game still in play: once it is over, no seat is handed back (the record
+        ends with the game)."""
+        if session.timer is None or player not in session.bots or session.game().status != GameStatus.PLAYING:
             return False
         limit = session.timer.timeouts_to_bot
         return bool(limit) and session.timeouts.get(player, 0) >= limit
