@@ -159,10 +159,7 @@ class Settings:
         for f in fields(cls):
             raw = os.environ.get(env_name(f.name))
             if raw:
-                try:
-                    values[f.name] = _parse(raw, hints[f.name])
-                except ValueError:
-                    raise ValueError(f"{env_name(f.name)} must be {_kind_name(hints[f.name])}, not {raw!r}") from None
+                values[f.name] = _parse(env_name(f.name), raw, hints[f.name])
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
 
@@ -173,16 +170,15 @@ def env_name(setting: str) -> str:
     return declared.metadata.get("env") or f"ONO99_{setting.upper()}"
 
 
-def _kind_name(kind: Any) -> str:
-    """How a setting's type is said in an error: "an integer", "a number", ..."""
-    options = [k for k in typing.get_args(kind) if k is not type(None)] or [kind]
-    return {int: "an integer", float: "a number"}.get(options[0], str(options[0]))
-
-
-def _parse(raw: str, kind: Any) -> Any:
-    """An environment variable's text as the setting's type (``X | None``: as X)."""
+def _parse(name: str, raw: str, kind: Any) -> Any:
+    """Environment variable ``name``'s text as the setting's type (``X | None``: as X);
+    ValueError naming the variable when it is no such value."""
     options = [k for k in typing.get_args(kind) if k is not type(None)] or [kind]
     kind = options[0]
     if kind is bool:
         return raw.lower() in ("1", "true", "yes", "on")
-    return kind(raw)
+    try:
+        return kind(raw)
+    except ValueError:
+        said = {int: "an integer", float: "a number"}.get(kind, kind.__name__)
+        raise ValueError(f"{name} must be {said}, not {raw!r}") from None
