@@ -78,7 +78,7 @@ from typing import Any  # noqa: E402
 import grpc  # noqa: E402
 
 from benchmarks.bench_http import checkout  # noqa: E402
-from benchmarks.cpu import cpu_ratio, median_cpu, with_cpu  # noqa: E402
+from benchmarks.cpu import best, cpu_ratio, with_cpu  # noqa: E402
 from engine import apply, decode_state, legal_actions, new_game  # noqa: E402
 from service.grpc_api import convert  # noqa: E402
 from service.grpc_api.gen import ono99_pb2 as pb  # noqa: E402
@@ -294,9 +294,7 @@ def main() -> None:
         for server in servers:
             server.terminate()
             server.wait()
-    # The best round by calls/s, with the median server CPU a call of all rounds.
-    results = {name: {**max(rs, key=lambda x: x["calls_per_s"]), "cpu_us": median_cpu(rs)}
-               for name, rs in rounds.items()}
+    results = {name: best(rs, "calls_per_s") for name, rs in rounds.items()}
     for name, r in results.items():
         cpu = "" if r["cpu_us"] is None else f"  server CPU {r['cpu_us']:,.0f} µs a call"
         print(f"{name:>19}: {r['calls_per_s']:>8,.0f} calls/s  p50 {r['p50_ms']} ms  p99 {r['p99_ms']} ms{cpu}")

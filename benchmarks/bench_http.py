@@ -60,7 +60,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.cpu import cpu_ratio, median_cpu, with_cpu  # noqa: E402
+from benchmarks.cpu import best, cpu_ratio, with_cpu  # noqa: E402
 from engine import apply, decode_state, encode_state, format_action, legal_actions, new_game  # noqa: E402
 from service import http_server  # noqa: E402
 from service.config import Settings  # noqa: E402
@@ -260,14 +260,6 @@ def floor_requests(redis_url: str, r: int):  # type: ignore[no-untyped-def]
     return request
 
 
-def best(rounds: list[dict[str, float]]) -> dict[str, float]:
-    """The round with the most requests/s (the machine is noisy; its best is the server's),
-    with the median worker CPU a request of all rounds (None where it could not be read)."""
-    top = dict(max(rounds, key=lambda r: r["requests_per_s"]))
-    top["cpu_us"] = median_cpu(rounds)
-    return top
-
-
 def worker_cpu(server: subprocess.Popen[bytes], run, *args):  # type: ignore[no-untyped-def]
     """``run(*args)``'s figures (a load of the gunicorn ``server``) with its workers' CPU a
     request answered (benchmarks/cpu.py)."""
@@ -363,15 +355,15 @@ def main() -> None:
                 floor_request = floor_requests(redis_server.connection_url, r)
                 rounds["floor"].append(worker_cpu(bare, load, bare_port, args.seconds, args.clients, floor_request))
             print(f"round {r + 1}/{args.rounds}: " + ", ".join(
-                f"{name} {best(rs)['requests_per_s']:,.0f} req/s" for name, rs in rounds.items()) + " (best so far)",
-                flush=True)
+                f"{name} {max(x['requests_per_s'] for x in rs):,.0f} req/s" for name, rs in rounds.items())
+                + " (best so far)", flush=True)
     finally:
         for server in servers:
             server.terminate()
             server.wait()
         redis_server.stop()
         shutil.rmtree(work, ignore_errors=True)
-    results = {name: best(rs) for name, rs in rounds.items()}
+    results = {name: best(rs, "requests_per_s") for name, rs in rounds.items()}
     for name, r in results.items():
         cpu = "" if r["cpu_us"] is None else f"  worker CPU {r['cpu_us']:,.0f} µs a request"
         print(f"{name:>15}: {r['requests_per_s']:>8,.0f} req/s  p50 {r['p50_ms']} ms  p99 {r['p99_ms']} ms  "
