@@ -9,102 +9,138 @@ metadata: the Redis connection's, as Redis clients name them).
 from __future__ import annotations
 
 import logging
+import math
 import os
 import typing
 from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
+from engine.bots import MAX_BUDGET_MS, MAX_SIMULATIONS
+
 T = TypeVar("T")
 
 
-def _env_named(name: str) -> Any:
-    return field(default=None, metadata={"env": name})
+def _setting(default: Any, *, low: float | None = None, high: float | None = None, above: float | None = None,
+             env: str | None = None) -> Any:
+    """A setting's field: its default, the least (``low``) and most (``high``) value it
+    takes, or a number it must be ``above``, and the environment variable it is read from
+    when not ``ONO99_`` and its name."""
+    return field(default=default, metadata={"low": low, "high": high, "above": above, "env": env})
+
+
+def _port(default: int) -> Any:
+    return _setting(default, low=0, high=65_535)
+
+
+def _count(default: int) -> Any:
+    """A count of things where none would stop the service: at least one."""
+    return _setting(default, low=1)
+
+
+def _seconds(default: float) -> Any:
+    return _setting(default, above=0.0)
+
+
+def _zero_for_none(default: float) -> Any:
+    """A setting whose 0 the README names (off, no limit, none)."""
+    return _setting(default, low=0)
+
+
+LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 
 
 @dataclass
 class Settings:
-    """Everything the service can be told (README, "Configuration")."""
+    """Everything the service can be told (README, "Configuration"). A value outside a
+    setting's bounds (``_setting``) stops the service at start (OPERATIONS.md)."""
 
     host: str = "127.0.0.1"
-    http_port: int = 8080
-    grpc_port: int = 50051
-    workers: int = 2
-    http_connections: int = 1000
-    http_connections_per_peer: int = 256
-    http_header_timeout: int = 5
-    http_read_timeout: float = 10.0
-    grpc_threads: int = 32
-    grpc_max_connection_age: float = 600.0
-    grpc_max_connection_age_grace: float = 60.0
-    grpc_streams: int = 2000
-    grpc_streams_per_peer: int = 100
-    grpc_state_cache_bytes: int = 16 * 1024 * 1024
-    session_state_cache_bytes: int = 16 * 1024 * 1024
-    metrics_port: int = 9464
-    redis_url: str | None = _env_named("REDIS_URL")
-    redis_timeout: float = 0.5
-    redis_connections: int = 100
-    redis_breaker_failures: int = 3
-    redis_breaker_reset: float = 2.0
+    http_port: int = _port(8080)
+    grpc_port: int = _port(50051)
+    workers: int = _count(2)
+    http_connections: int = _count(1000)
+    http_connections_per_peer: int = _zero_for_none(256)
+    http_header_timeout: int = _count(5)
+    http_read_timeout: float = _seconds(10.0)
+    grpc_threads: int = _count(32)
+    grpc_max_connection_age: float = _seconds(600.0)
+    grpc_max_connection_age_grace: float = _setting(60.0, low=0)
+    grpc_streams: int = _count(2000)
+    grpc_streams_per_peer: int = _count(100)
+    grpc_state_cache_bytes: int = _zero_for_none(16 * 1024 * 1024)
+    session_state_cache_bytes: int = _zero_for_none(16 * 1024 * 1024)
+    metrics_port: int = _port(9464)
+    redis_url: str | None = _setting(None, env="REDIS_URL")
+    redis_timeout: float = _seconds(0.5)
+    redis_connections: int = _count(100)
+    redis_breaker_failures: int = _count(3)
+    redis_breaker_reset: float = _seconds(2.0)
     redis_wait_aof: bool = False
-    redis_sentinels: str | None = _env_named("REDIS_SENTINELS")
-    redis_sentinel_master: str = field(default="mymaster", metadata={"env": "REDIS_SENTINEL_MASTER"})
-    redis_cluster: bool = field(default=False, metadata={"env": "REDIS_CLUSTER"})
+    redis_sentinels: str | None = _setting(None, env="REDIS_SENTINELS")
+    redis_sentinel_master: str = _setting("mymaster", env="REDIS_SENTINEL_MASTER")
+    redis_cluster: bool = _setting(False, env="REDIS_CLUSTER")
     sessions: bool = True
-    session_ttl: int = 86_400
-    session_ttl_max: int = 86_400
+    session_ttl: int = _count(86_400)
+    session_ttl_max: int = _count(86_400)
     state_secret: str | None = None
     service_key: str | None = None
     api_keys: str | None = None
-    creates_per_minute: float = 600
-    creates_burst: int = 60
-    actions_per_second: float = 10
-    actions_burst: int = 20
-    max_body_bytes: int = 256 * 1024
-    bot_max_simulations: int = 2_000
-    bot_max_budget_ms: int = 1_000
-    bot_moves_per_call: int = 12
-    bot_threads: int = 2
-    suggests_per_second: float = 5
-    suggests_burst: int = 10
-    turn_seconds_min: int = 1
-    turn_seconds_max: int = 86_400
+    creates_per_minute: float = _zero_for_none(600)
+    creates_burst: int = _count(60)
+    actions_per_second: float = _zero_for_none(10)
+    actions_burst: int = _count(20)
+    max_body_bytes: int = _count(256 * 1024)
+    bot_max_simulations: int = _setting(2_000, low=1, high=MAX_SIMULATIONS)
+    bot_max_budget_ms: int = _setting(1_000, low=1, high=MAX_BUDGET_MS)
+    bot_moves_per_call: int = _count(12)
+    bot_threads: int = _count(2)  # none: every bot call would wait for ever
+    suggests_per_second: float = _zero_for_none(5)
+    suggests_burst: int = _count(10)
+    turn_seconds_min: int = _count(1)
+    turn_seconds_max: int = _count(86_400)
     timers: bool = True
-    events_wait_max: float = 30.0
-    http_waiters: int = 500
-    http_waiters_per_peer: int = 50
-    sse_max_seconds: float = 3600.0
-    timer_interval: float = 0.1
-    timer_threads: int = 4
+    events_wait_max: float = _setting(30.0, low=0)
+    http_waiters: int = _count(500)
+    http_waiters_per_peer: int = _zero_for_none(50)
+    sse_max_seconds: float = _seconds(3600.0)
+    timer_interval: float = _seconds(0.1)
+    timer_threads: int = _count(4)
     record_key: str | None = None
-    record_retention: int = 86_400
-    seed_seconds_max: int = 600
-    spectators_max: int = 100
-    stream_ticket_seconds: int = 60
-    sse_heartbeat: float = 15.0
+    record_retention: int = _zero_for_none(86_400)
+    seed_seconds_max: int = _count(600)
+    spectators_max: int = _zero_for_none(100)
+    stream_ticket_seconds: int = _count(60)
+    sse_heartbeat: float = _seconds(15.0)
     cors_origins: str | None = None
     webhooks: bool = True
-    webhooks_max: int = 20
-    webhook_timeout: float = 10.0
-    webhook_retry_seconds: float = 86_400.0
-    webhook_backoff_max: float = 300.0
-    webhook_concurrency: int = 8
-    webhook_inflight: int = 1000
-    webhook_outbox_max: int = 100_000
-    webhook_lease: float = 15.0
+    webhooks_max: int = _zero_for_none(20)
+    webhook_timeout: float = _seconds(10.0)
+    webhook_retry_seconds: float = _setting(86_400.0, low=0)
+    webhook_backoff_max: float = _seconds(300.0)
+    webhook_concurrency: int = _count(8)
+    webhook_inflight: int = _count(1000)
+    webhook_outbox_max: int = _count(100_000)
+    # a holder stops delivering unless it renewed its lease within three quarters of it
+    # (service.deliverer.FRESH): under a second, every holder's lease went stale at once
+    webhook_lease: float = _setting(15.0, low=1)
     log_level: str = "info"
 
     def __post_init__(self) -> None:
-        # The bot settings a service cannot work with: no thread to think on (every bot
-        # call would wait forever), no move a call, or bounds past the engine's own.
-        from engine.bots import MAX_BUDGET_MS, MAX_SIMULATIONS
-
-        for name, low, high in (("bot_threads", 1, None), ("bot_moves_per_call", 1, None),
-                                ("bot_max_simulations", 1, MAX_SIMULATIONS), ("bot_max_budget_ms", 1, MAX_BUDGET_MS)):
-            value = getattr(self, name)
-            if value < low or (high is not None and value > high):
-                bounds = f"from {low} to {high}" if high is not None else f"at least {low}"
-                raise ValueError(f"{env_name(name)} must be {bounds}, not {value}")
+        for declared in fields(self):
+            low, high, above = (declared.metadata.get(k) for k in ("low", "high", "above"))
+            value = getattr(self, declared.name)
+            if low is not None and not (value >= low and (high is None or value <= high)):  # (a NaN too)
+                said = f"from {_number(low)} to {_number(high)}" if high is not None else f"at least {_number(low)}"
+                raise ValueError(f"{env_name(declared.name)} must be {said}, not {_number(value)}")
+            if above is not None and not value > above:
+                raise ValueError(f"{env_name(declared.name)} must be above {_number(above)}, not {_number(value)}")
+        if self.turn_seconds_max < self.turn_seconds_min:
+            raise ValueError(f"ONO99_TURN_SECONDS_MAX ({self.turn_seconds_max}) must be at least "
+                             f"ONO99_TURN_SECONDS_MIN ({self.turn_seconds_min})")
+        if self.log_level.lower() not in LOG_LEVELS:
+            raise ValueError(f"ONO99_LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}, not {self.log_level!r}")
+        if self.record_key is not None:
+            record_key_bytes(self.record_key)
 
     def pick(self, kind: type[T], prefix: str = "") -> T:
         """A ``kind`` (a dataclass of settings, such as ``Limits``) built by keyword from
@@ -170,6 +206,23 @@ def env_name(setting: str) -> str:
     return declared.metadata.get("env") or f"ONO99_{setting.upper()}"
 
 
+def _number(value: float) -> str:
+    """A bound or a setting's value as a message says it: 3, 0.5."""
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+def record_key_bytes(text: str) -> bytes:
+    """ONO99_RECORD_KEY's 32 bytes (an Ed25519 private key as 64 hex digits); ValueError
+    naming the variable when it is no such key."""
+    try:
+        raw = bytes.fromhex(text)
+    except ValueError:
+        raw = b""
+    if len(raw) != 32:
+        raise ValueError("ONO99_RECORD_KEY must be an Ed25519 private key: 64 hex digits")
+    return raw
+
+
 def _parse(name: str, raw: str, kind: Any) -> Any:
     """Environment variable ``name``'s text as the setting's type (``X | None``: as X);
     ValueError naming the variable when it is no such value."""
@@ -178,7 +231,10 @@ def _parse(name: str, raw: str, kind: Any) -> Any:
     if kind is bool:
         return raw.lower() in ("1", "true", "yes", "on")
     try:
-        return kind(raw)
+        value = kind(raw)
     except ValueError:
+        value = None
+    if value is None or (kind is float and not math.isfinite(value)):
         said = {int: "an integer", float: "a number"}.get(kind, kind.__name__)
-        raise ValueError(f"{name} must be {said}, not {raw!r}") from None
+        raise ValueError(f"{name} must be {said}, not {raw!r}")
+    return value

@@ -86,7 +86,6 @@ TRIM_EVERY = 10.0  # seconds between a deliverer's trims of the outbox
 DEAD_LETTERS_MAX = 10_000  # entries the dead-letter stream keeps (about)
 RESPONSE_READ = 64 * 1024  # bytes of an endpoint's answer read at most
 FRESH = 0.75  # a holder posts while its lease was renewed less than this share of it ago
-MIN_LEASE = 1.0  # seconds, the least ONO99_WEBHOOK_LEASE (a holder must renew within FRESH of it)
 _USER_AGENT = f"ono99-webhooks/{importlib.metadata.version('ono99')}"
 
 # KEYS: a lease. ARGV: holder, ms. Renew a lease this holder has (1), else 0.
@@ -112,11 +111,6 @@ class Delivery:
     concurrency: int
     inflight: int
     lease: float
-
-    def __post_init__(self) -> None:
-        if not self.lease >= MIN_LEASE:  # (a NaN too)
-            raise ValueError(f"ONO99_WEBHOOK_LEASE must be at least {MIN_LEASE:g} second(s), not {self.lease:g}: "
-                             "a holder stops delivering unless it renews its lease within three quarters of it")
 
 
 class Sender:

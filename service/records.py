@@ -20,6 +20,7 @@ from engine import GameState, fairness, records
 from engine.bots import BotSettings
 from engine.state import GameStatus
 
+from .config import record_key_bytes
 from .errors import ServiceError
 from .fairness import Fair
 from .sessions import Reader
@@ -38,13 +39,7 @@ class RecordSigner:
     key's 32 bytes as 64 hex digits; see engine.records.signed_message)."""
 
     def __init__(self, private_hex: str) -> None:
-        try:
-            raw = bytes.fromhex(private_hex)
-            if len(raw) != 32:
-                raise ValueError
-        except ValueError:
-            raise ValueError("ONO99_RECORD_KEY must be an Ed25519 private key: 64 hex digits") from None
-        self._key = Ed25519PrivateKey.from_private_bytes(raw)
+        self._key = Ed25519PrivateKey.from_private_bytes(record_key_bytes(private_hex))
         self.public_key = self._key.public_key().public_bytes_raw().hex()
 
     def signature(self, record: dict[str, Any]) -> dict[str, Any]:

@@ -564,7 +564,7 @@ def test_a_lease_under_a_second_is_refused_at_start_and_one_second_delivers(own_
     refused = start_deliverer(own_redis, ONO99_WEBHOOK_LEASE="0.99")
     try:
         assert refused.proc.wait(timeout=60) != 0
-        assert "ONO99_WEBHOOK_LEASE must be at least 1 second" in refused.log.read_text()
+        assert "ONO99_WEBHOOK_LEASE must be at least 1, not 0.99" in refused.log.read_text()
     finally:
         refused.stop()
     with webhook_stack(own_redis, ONO99_WEBHOOK_LEASE="1") as (server, _deliverer):

@@ -61,8 +61,6 @@ def create_app(settings: Settings | None = None, application: Application | None
     application = application or Application.from_settings(settings)
     if not application.signer.enabled and warn_unsigned:
         warn_unsigned_states()
-    if settings.sse_heartbeat <= 0:
-        raise ValueError("ONO99_SSE_HEARTBEAT must be a number of seconds above 0")
     app = ServiceFlask("ono99", static_folder=None)  # no /static route: nothing on disk is served but /docs' assets
     app.config.update(
         API_TITLE="ONO 99 rules service", API_VERSION=importlib.metadata.version("ono99"), OPENAPI_VERSION="3.1.0",
