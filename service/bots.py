@@ -29,6 +29,9 @@ class Think(Protocol):
 Commit = Callable[[int, GameState, engine.Action, GameState, list[Event]], bool]
 
 
+SEARCH_LIMITS = ("simulations", "budget_ms")  # what a search may ask for, at most BotLimits' max_<name>
+
+
 def think_here(work: Callable[[], T]) -> T:
     """Run bot work in the calling thread (a thread of a pool, or a test)."""
     return work()
@@ -62,17 +65,24 @@ class Bots:
         try:
             settings = parse_bot(doc, field)
         except InvalidInputError as exc:
+            name = (exc.path or "").removeprefix(f"{field}.")
+            given = doc.get(name) if isinstance(doc, dict) else None
+            # a number past the engine's own bound is past the service's too: say the service's
+            if name in SEARCH_LIMITS and type(given) is int and given > getattr(self.limits, f"max_{name}"):
+                raise self._too_much(name, given, "", f"{field}.{name}") from None
             raise from_engine(exc) from None
-        limits = self.limits
-        level = f"the level {settings.level!r} plays " if settings.level else ""
-        where = f"{field}.level" if settings.level else None
-        if settings.simulations is not None and settings.simulations > limits.max_simulations:
-            raise ServiceError("invalid_request", f"{level}{settings.simulations} simulations a move: at most "
-                               f"{limits.max_simulations} on this service", field=where or f"{field}.simulations")
-        if settings.budget_ms is not None and settings.budget_ms > limits.max_budget_ms:
-            raise ServiceError("invalid_request", f"{level}{settings.budget_ms} ms a move: at most "
-                               f"{limits.max_budget_ms} ms on this service", field=where or f"{field}.budget_ms")
+        for name in SEARCH_LIMITS:
+            value = getattr(settings, name)
+            if value is not None and value > getattr(self.limits, f"max_{name}"):
+                level = f"the level {settings.level!r} plays " if settings.level else ""
+                raise self._too_much(name, value, level, f"{field}.level" if settings.level else f"{field}.{name}")
         return settings
+
+    def _too_much(self, name: str, value: int, level: str, where: str) -> ServiceError:
+        most = getattr(self.limits, f"max_{name}")
+        said = f"{value} simulations a move: at most {most}" if name == "simulations" else (
+            f"{value} ms a move: at most {most} ms")
+        return ServiceError("invalid_request", f"{level}{said} on this service", field=where)
 
     def choose(self, view: engine.ViewDoc, settings: BotSettings) -> Suggestion:
         """The bot's choice for the view's seat (``illegal_action`` when it has none).

@@ -109,18 +109,25 @@ def test_bot_settings_past_the_services_bounds_are_refused(servers):
     http, _, channel = servers
     state, _ = new_game({"edition": "2022"}, ["a", "b"], seed=1)
     actor = players_to_act(state)[0]
-    for bot, field in [({"kind": "ismcts", "simulations": 1001}, "bot.simulations"),
-                       ({"kind": "ismcts", "budget_ms": 1001}, "bot.budget_ms"),
-                       ({"kind": "genius"}, "bot.kind")]:
+    # past the engine's own bounds too (100,000 simulations, 60,000 ms), the service's are said
+    for bot, field, said in [({"kind": "ismcts", "simulations": 1001}, "bot.simulations", "at most 1000 on this"),
+                             ({"kind": "ismcts", "simulations": 10**6}, "bot.simulations", "at most 1000 on this"),
+                             ({"kind": "ismcts", "budget_ms": 1001}, "bot.budget_ms", "at most 1000 ms on this"),
+                             ({"kind": "ismcts", "budget_ms": 10**6}, "bot.budget_ms", "at most 1000 ms on this"),
+                             ({"kind": "ismcts", "budget_ms": "slow"}, "bot.budget_ms", "got `str`"),
+                             ({"kind": "genius"}, "bot.kind", "genius"),
+                             (None, "bot", "may not be null"), ({}, "bot", "missing required field `kind`")]:
         answer = requests.post(f"{http.url}/v1/games/suggest", json={**signed(state), "player": actor, "bot": bot},
                                timeout=10)
         assert answer.status_code == 400 and answer.json()["field"] == field, answer.text
-    msg = pb.SuggestRequest(player=actor, bot=pb.Bot(kind="ismcts", simulations=1001))
-    convert.fill_state(msg.state.state, state)
-    msg.state.signature = StateSigner(SECRET).sign(_canonical(state))
-    with pytest.raises(grpc.RpcError) as caught:
-        pb_grpc.GameServiceStub(channel).Suggest(msg, timeout=10)
-    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert said in answer.json()["detail"], answer.text
+    for bot, said in [(pb.Bot(kind="ismcts", simulations=1001), "at most 1000 on this service"),
+                      (pb.Bot(kind="ismcts", simulations=10**6), "at most 1000 on this service"),
+                      (None, "missing required field `kind`"), (pb.Bot(seed=3), "missing required field `kind`")]:
+        with pytest.raises(grpc.RpcError) as caught:
+            _grpc_suggest(channel, state, actor, bot)
+        assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert said in caught.value.details(), caught.value.details()
     idle = next(p.id for p in state.players if p.id != actor)
     answer = requests.post(f"{http.url}/v1/games/suggest",
                            json={**signed(state), "player": idle, "bot": {"kind": "random"}}, timeout=10)
@@ -237,6 +244,16 @@ def test_a_bot_seats_moves_cannot_be_replayed_from_its_settings_alone(monkeypatc
     monkeypatch.setattr(Bots, "move", spy)
     played = bots.play(1, state, {"cpu": settings}, lambda *_: True, 1)
     assert seen == [state.seed] and played[0] == 2
+
+    # So is the bot a turn timer plays a timed-out seat with: its settings are in the
+    # record's header too.
+    from service.timers import TurnTimer
+    from service.turns import Turns
+
+    seen.clear()
+    timer = TurnTimer(turn_ms=1000, on_timeout="bot", bot=settings, timeouts_to_bot=0)
+    Turns(sessions=None, bots=bots, bot_moves_per_call=1)._forced_move(timer, state, "cpu", 5)
+    assert seen == [state.seed]
 
 
 def test_a_suggestion_stops_at_its_budget(servers):

@@ -185,9 +185,10 @@ _BOT_FIELDS = ("simulations", "budget_ms", "seed", "uct_c", "rollout", "level")
 
 
 def bot_doc(msg: pb.Bot) -> dict[str, Any]:
-    """A bot's JSON object from a Bot message (its unset fields left out, and an empty
-    kind beside a level)."""
-    doc: dict[str, Any] = {} if msg.kind == "" and msg.HasField("level") else {"kind": msg.kind}
+    """A bot's JSON object from a Bot message, its unset fields left out: an empty kind
+    too (none is named, as beside a level; without a level the kind is missing, as from
+    an HTTP body)."""
+    doc: dict[str, Any] = {"kind": msg.kind} if msg.kind else {}
     for name in _BOT_FIELDS:
         if msg.HasField(name):
             doc[name] = getattr(msg, name)

@@ -42,19 +42,20 @@ def problem_response(error: ServiceError, headers: dict[str, str] | None = None)
                     headers=headers)
 
 
-def _first_message(errors: Any, path: str = "") -> str:
-    """The first validation message, prefixed with where it is."""
+def _first_error(errors: Any, path: str = "") -> tuple[str, str]:
+    """The first validation message's field (dotted path, "" for the whole body) and the
+    message, prefixed with the field."""
     if isinstance(errors, dict):
         for key, value in errors.items():
             if key == "json":
-                return _first_message(value, path)
-            return _first_message(value, f"{path}.{key}" if path else str(key))
+                return _first_error(value, path)
+            return _first_error(value, f"{path}.{key}" if path else str(key))
     if isinstance(errors, list) and errors:
         first = errors[0]
         if isinstance(first, str):
-            return first if first.startswith(path) else f"{path}: {first}"
-        return _first_message(first, path)
-    return "invalid request"
+            return path, first if first.startswith(path) else f"{path}: {first}"
+        return _first_error(first, path)
+    return path, "invalid request"
 
 
 def from_http_exception(exc: HTTPException) -> Response:
@@ -64,7 +65,8 @@ def from_http_exception(exc: HTTPException) -> Response:
     data = getattr(exc, "data", None) or {}
     messages = data.get("messages")
     if messages is not None:
-        error = ServiceError(code, _first_message(messages), errors=messages)
+        field, message = _first_error(messages)
+        error = ServiceError(code, message, errors=messages, **({"field": field} if field else {}))
     elif status == 413:
         error = ServiceError("too_large", "the request body is over the size limit")
     else:
