@@ -23,16 +23,18 @@ from .errors import ServiceError, from_engine
 
 T = TypeVar("T")
 class Think(Protocol):
-    """Where bot work runs: ``think(work)`` runs ``work`` and returns what it returns."""
+    """Where searches run: ``think(work)`` runs ``work`` and returns what it returns;
+    ``refusable``: a search a caller asked for (a hint, a suggestion), which may be
+    refused (``unavailable``) when too many wait, where a bot seat's move waits."""
 
-    def __call__(self, work: Callable[[], T]) -> T: ...
+    def __call__(self, work: Callable[[], T], refusable: bool = False) -> T: ...
 Commit = Callable[[int, GameState, engine.Action, GameState, list[Event]], bool]
 
 
 SEARCH_LIMITS = ("simulations", "budget_ms")  # what a search may ask for, at most BotLimits' max_<name>
 
 
-def think_here(work: Callable[[], T]) -> T:
+def think_here(work: Callable[[], T], refusable: bool = False) -> T:
     """Run bot work in the calling thread (a thread of a pool, or a test)."""
     return work()
 
@@ -84,8 +86,10 @@ class Bots:
             f"{value} ms a move: at most {most} ms")
         return ServiceError("invalid_request", f"{level}{said} on this service", field=where)
 
-    def choose(self, view: engine.ViewDoc, settings: BotSettings) -> Suggestion:
-        """The bot's choice for the view's seat (``illegal_action`` when it has none).
+    def choose(self, view: engine.ViewDoc, settings: BotSettings, asked: bool = True) -> Suggestion:
+        """The bot's choice for the view's seat (``illegal_action`` when it has none);
+        ``asked``: by a caller (a hint, a suggestion: see Think's ``refusable``), not a
+        bot seat's move.
         A search stops at ``max_budget_ms`` whatever its settings (a house deck can make
         each of its simulations long). Only a search goes through ``think``: a rule of
         thumb (random, heuristic, patient) is answered at once (well under a millisecond;
@@ -95,7 +99,7 @@ class Bots:
             return choose(view, settings, self.limits.max_budget_ms)
 
         try:
-            return self.think(work) if costly(settings) else work()
+            return self.think(work, asked) if costly(settings) else work()
         except (InvalidInputError, IllegalActionError) as exc:
             raise from_engine(exc) from None
 
@@ -152,7 +156,7 @@ class Bots:
         rule out the hands that would not have played its move."""
         mixed = hashlib.sha256(f"{settings.seed or 0}:{game_seed}:{version}".encode()).digest()
         seeded = msgspec.structs.replace(settings, seed=int.from_bytes(mixed[:8], "big", signed=True))
-        return self.choose(view, seeded).action
+        return self.choose(view, seeded, asked=False).action
 
 
 def same_bot(current: BotSettings | None, wanted: BotSettings) -> bool:

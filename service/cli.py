@@ -80,7 +80,7 @@ def run_gunicorn(settings: Settings) -> None:
             from .application import Application
             from .http_api import create_app
 
-            application = Application.from_settings(settings, think=http_server.BotPool(settings.bot_threads).think)
+            application = Application.from_settings(settings, think=http_server.BotPool.of(settings).think)
             return create_app(settings, application, warn_unsigned=False)
 
     if not settings.state_secret:

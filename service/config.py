@@ -94,6 +94,7 @@ class Settings:
     bot_max_budget_ms: int = _setting(1_000, low=1, high=MAX_BUDGET_MS)
     bot_moves_per_call: int = _count(12)
     bot_threads: int = _count(2)  # none: every bot call would wait for ever
+    bot_queue: int = _zero_for_none(16)
     suggests_per_second: float = _zero_for_none(5)
     suggests_burst: int = _count(10)
     turn_seconds_min: int = _count(1)

@@ -35,7 +35,9 @@ import gevent
 from gunicorn.workers.base_async import AsyncWorker
 from gunicorn.workers.ggevent import GeventWorker
 
+from . import metrics
 from .config import Settings
+from .errors import ServiceError
 
 WORKER_CLASS = "service.http_server.Worker"
 YIELD_WAIT = 0.01  # seconds a kept-alive connection waits at most, after each request, for the others
@@ -43,13 +45,22 @@ T = TypeVar("T")
 
 
 class BotPool:
-    """Where a worker's bots think: ``threads`` threads of a gevent thread pool."""
+    """Where a worker's searches think: ``threads`` threads of a gevent thread pool, and
+    at most ``queue`` searches waiting for one that a caller asked for (a hint or a
+    suggestion: beyond, 503 ``unavailable``); a bot seat's move is the game going on,
+    and waits whatever the queue."""
 
-    def __init__(self, threads: int) -> None:
+    def __init__(self, threads: int, queue: int) -> None:
         self.threads = threads
+        self.queue = queue
         self.pool: Any = None
+        self.held = 0  # searches handed to the pool and not yet answered (counted on the worker's hub)
 
-    def think(self, work: Callable[[], T]) -> T:
+    @classmethod
+    def of(cls, settings: Settings) -> BotPool:
+        return cls(settings.bot_threads, settings.bot_queue)
+
+    def think(self, work: Callable[[], T], refusable: bool = False) -> T:
         """Run a bot's CPU-bound work on a thread of this pool when gevent runs this
         process (a gevent worker), so that the worker's other greenlets (requests, slow
         clients) keep being served while it thinks, instead of waiting for its whole
@@ -60,6 +71,9 @@ class BotPool:
 
         if not monkey.is_module_patched("threading"):
             return work()
+        if refusable and self.held >= self.threads + self.queue:
+            raise ServiceError("unavailable", f"this server's bots are busy: {self.held - self.threads} searches "
+                               "wait for a thread (ONO99_BOT_QUEUE); try again shortly", retry_after=1)
         if self.pool is None:
             from gevent.threadpool import ThreadPool
 
@@ -71,7 +85,13 @@ class BotPool:
             except Exception as error:
                 return False, error
 
-        ok, value = self.pool.apply(capture)
+        self.held += 1
+        metrics.BOT_WORK.inc()
+        try:
+            ok, value = self.pool.apply(capture)
+        finally:
+            self.held -= 1
+            metrics.BOT_WORK.dec()
         if not ok:
             raise value
         return value  # type: ignore[no-any-return]

@@ -34,6 +34,8 @@ GRPC_STATES = Counter("ono99_grpc_states_total",
                           "States sent to stateless gRPC calls: recognized as returned here, or decoded",
                           ["source"])  # source: recalled|decoded
 RATE_LIMITED = Counter("ono99_rate_limited_total", "Requests refused by a rate limit", ["limit"])  # create|act
+BOT_WORK = Gauge("ono99_bot_work", "Searches (over gRPC: bot calls) handed to the bots' threads and not yet answered: "
+                 "running, or waiting for a thread", multiprocess_mode="livesum")
 GRPC_STREAMS = Gauge("ono99_grpc_event_streams", "Event streams (WatchEvents) open now", multiprocess_mode="livesum")
 
 

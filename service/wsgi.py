@@ -14,4 +14,4 @@ except ValueError as error:  # a setting malformed or out of its bounds: one lin
     print(f"ono99: {error}", file=sys.stderr, flush=True)
     sys.exit(4)  # gunicorn's "App failed to load": its master stops rather than start workers again
 logs.setup(settings.log_level)
-app = create_app(settings, Application.from_settings(settings, think=BotPool(settings.bot_threads).think))
+app = create_app(settings, Application.from_settings(settings, think=BotPool.of(settings).think))

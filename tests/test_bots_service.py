@@ -184,6 +184,83 @@ def test_a_rule_of_thumb_does_not_wait_behind_queued_searches(servers):
             caller.join()
 
 
+def bot_work(metrics_url):
+    """The ono99_bot_work gauge a server's metrics show (summed over its workers)."""
+    for line in requests.get(metrics_url, timeout=10).text.splitlines():
+        if line.startswith("ono99_bot_work "):
+            return float(line.split()[1])
+    return 0.0
+
+
+def wait_for_bot_work(metrics_url, count):
+    deadline = time.monotonic() + 20
+    while bot_work(metrics_url) != count:
+        assert time.monotonic() < deadline, f"never {count} searches held: {bot_work(metrics_url)}"
+        time.sleep(0.05)
+
+
+def test_a_full_bot_queue_refuses_hints_and_suggestions_but_never_a_bot_seats_move(throwaway_redis):
+    """A flood of searches (five a second from one address already outruns two threads
+    of one-second searches) no longer queues without end: with ONO99_BOT_THREADS=1 and
+    ONO99_BOT_QUEUE=2, three searches are held and the fourth suggestion, and a seat's
+    hint, get 503 unavailable with Retry-After, over HTTP and gRPC alike. A rule of thumb
+    is still answered, and a bot seat's move is made whatever the queue: it is the game
+    going on, not a caller's request. Once the queue drains, searches are answered again."""
+    limits = {**BOT_LIMITS, "ONO99_BOT_THREADS": "1", "ONO99_BOT_QUEUE": "2"}
+    http = start_http(throwaway_redis, workers=1, **limits)
+    rpc = start_grpc(throwaway_redis, **limits)
+    channel = grpc.insecure_channel(rpc.url)
+    try:
+        state, _ = new_game({"edition": "2022"}, ["a", "b", "c", "d"], seed=3)
+        actor = players_to_act(state)[0]
+        search = {**signed(state), "player": actor, "bot": {"kind": "ismcts", "budget_ms": 1000}}
+        held = [threading.Thread(target=requests.post, args=(f"{http.url}/v1/games/suggest",),
+                                 kwargs={"json": search, "timeout": 30}) for _ in range(3)]
+        for caller in held:
+            caller.start()
+        wait_for_bot_work(f"{http.url}/metrics", 3)  # one thinking, two waiting: the queue is full
+        refused = requests.post(f"{http.url}/v1/games/suggest", json=search, timeout=30)
+        assert refused.status_code == 503 and refused.headers["Retry-After"] == "1", refused.text
+        assert refused.json()["code"] == "unavailable" and "ONO99_BOT_QUEUE" in refused.json()["detail"]
+        made = requests.post(f"{http.url}/v1/sessions", timeout=30, json={
+            "rules": {"edition": "2022"}, "players": ["ann", "bob"], "seed": 5}).json()
+        ann = made["seats"][players_to_act(new_game({"edition": "2022"}, ["ann", "bob"], seed=5)[0])[0]]
+        hint = requests.post(f"{http.url}/v1/sessions/{made['session_id']}/suggest", headers=auth(ann),
+                             json={"bot": {"kind": "ismcts", "budget_ms": 100}}, timeout=30)
+        assert hint.status_code == 503 and hint.json()["code"] == "unavailable", hint.text
+        easy = requests.post(f"{http.url}/v1/games/suggest", json={**search, "bot": {"level": "easy"}}, timeout=30)
+        assert easy.status_code == 200, easy.text
+        # A bot seat to move first: its move waits its turn behind the held searches, and is made.
+        seat_state, _ = new_game({"edition": "2022"}, ["cpu", "ann"], seed=2)
+        assert players_to_act(seat_state)[0] == "cpu"
+        created = requests.post(f"{http.url}/v1/sessions", timeout=30, json={
+            "rules": {"edition": "2022"}, "players": [{"id": "cpu", "bot": {"kind": "ismcts", "budget_ms": 100}},
+                                                      "ann"], "seed": 2})
+        assert created.status_code == 201 and created.json()["version"] > 1, created.text
+        for caller in held:
+            caller.join()
+        wait_for_bot_work(f"{http.url}/metrics", 0)
+        assert requests.post(f"{http.url}/v1/games/suggest", json=search, timeout=30).status_code == 200
+
+        # gRPC: the same bound on the bots' calls.
+        stub = pb_grpc.GameServiceStub(channel)
+        msg = pb.SuggestRequest(player=actor, bot=pb.Bot(kind="ismcts", budget_ms=1000))
+        convert.fill_state(msg.state.state, state)
+        msg.state.signature = StateSigner(SECRET).sign(_canonical(state))
+        calls = [stub.Suggest.future(msg, timeout=30) for _ in range(3)]
+        wait_for_bot_work(rpc.metrics_url, 3)
+        with pytest.raises(grpc.RpcError) as caught:
+            stub.Suggest(msg, timeout=30)
+        assert caught.value.code() == grpc.StatusCode.UNAVAILABLE and "ONO99_BOT_QUEUE" in caught.value.details()
+        assert all(call.result().action.type for call in calls)
+        wait_for_bot_work(rpc.metrics_url, 0)
+        assert stub.Suggest(msg, timeout=30).action.type
+    finally:
+        channel.close()
+        rpc.stop()
+        http.stop()
+
+
 def test_bot_settings_a_service_cannot_work_with_stop_it_at_start(monkeypatch):
     """No bot thread (every bot call would wait for ever), no bot move a call, bounds
     past the engine's own, or a value that is no number: `ono99` says which setting and

@@ -154,17 +154,30 @@ T = TypeVar("T")
 
 class Calls:
     """Runs a session call's blocking work (Redis) on the thread pool, with the call's
-    context vars, and turns service and engine errors into gRPC statuses."""
+    context vars, and turns service and engine errors into gRPC statuses. ``queue``:
+    how many works a caller asked for (``refusable``: hints, suggestions) may wait for a
+    thread; beyond, the call is refused (UNAVAILABLE). None: no bound."""
 
-    def __init__(self, threads: int) -> None:
+    def __init__(self, threads: int, queue: int | None = None) -> None:
         self.pool = futures.ThreadPoolExecutor(max_workers=threads, thread_name_prefix="ono99-grpc")
+        self.threads = threads
+        self.queue = queue
+        self.held = 0  # works handed to the pool and not yet done (counted on the event loop)
 
-    async def answer(self, context: grpc.aio.ServicerContext, work: Callable[[], T], finish: bool = False) -> T:
+    async def answer(self, context: grpc.aio.ServicerContext, work: Callable[[], T], finish: bool = False,
+                     refusable: bool = False) -> T:
         """``work``'s result. ``finish``: the work runs to its end even when the call is
         cancelled (a client that gives up must not leave a session half moved on)."""
         try:
+            if refusable and self.queue is not None and self.held >= self.threads + self.queue:
+                raise ServiceError("unavailable", f"this server's bots are busy: {self.held - self.threads} calls "
+                                   "wait for a thread (ONO99_BOT_QUEUE); try again shortly", retry_after=1)
             run = contextvars.copy_context().run
             future = asyncio.get_running_loop().run_in_executor(self.pool, run, work)
+            self.held += 1
+            if self.queue is not None:  # the bots' calls
+                metrics.BOT_WORK.inc()
+            future.add_done_callback(self._release)
             if finish:
                 future.add_done_callback(_consume)
                 return await asyncio.shield(future)
@@ -172,6 +185,11 @@ class Calls:
         except Exception as error:
             await abort(context, error)
         raise AssertionError("abort_with_status returns only by raising")
+
+    def _release(self, _future: asyncio.Future[Any]) -> None:
+        self.held -= 1
+        if self.queue is not None:
+            metrics.BOT_WORK.dec()
 
 
 def _consume(future: asyncio.Future[Any]) -> None:

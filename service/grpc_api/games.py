@@ -94,4 +94,4 @@ class GameServicer(pb_grpc.GameServiceServicer):
             await abort(context, error)
         caller = Caller(peer_address(context.peer()))
         return await self.calls.answer(context, lambda: convert.suggestion_message(
-            self.app.suggest(state, request.player, bot, caller)))
+            self.app.suggest(state, request.player, bot, caller)), refusable=True)

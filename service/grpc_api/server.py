@@ -74,7 +74,8 @@ class GrpcServer:
         self.requested_port = settings.grpc_port if port is None else port
         self.grace = grace
         self.calls = Calls(settings.grpc_threads)
-        self.bot_calls = Calls(settings.bot_threads)  # bots think here, never on the session calls' threads
+        # bots think here, never on the session calls' threads
+        self.bot_calls = Calls(settings.bot_threads, settings.bot_queue)
         self.app = application or Application.from_settings(settings)
         self.store = self.app.store
         self.port: int | None = None

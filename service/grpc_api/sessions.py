@@ -190,7 +190,7 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
                                               self.app.bot(convert.bot_doc(request.bot)),
                                               request.player or None)
             return convert.suggestion_message(found)
-        return await self.bot_calls.answer(context, work)
+        return await self.bot_calls.answer(context, work, refusable=True)
 
     async def SetSeatBot(self, request: pb.SetSeatBotRequest,
                          context: grpc.aio.ServicerContext) -> pb.SetSeatBotResponse:

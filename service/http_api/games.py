@@ -134,7 +134,7 @@ class View(MethodView):
 class Suggest(MethodView):
     @blp.arguments(SuggestSchema())
     @document_answer(blp, 200, SuggestionSchema)
-    @document_errors(blp, 413, 422, 429)
+    @document_errors(blp, 413, 422, 429, 503)
     @blp.doc(operationId="suggestAction")
     def post(self, body: dict[str, Any]) -> Response:
         """The action a bot would take for ``player``: it is handed that player's view
