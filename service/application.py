@@ -36,7 +36,7 @@ from .answers import (
     session_view,
 )
 from .bots import BotLimits, Bots, Think, bots_due, think_here
-from .config import Settings
+from .config import SESSION_TTL_RANGE, Settings
 from .errors import ServiceError, engine_call, from_engine
 from .records import RecordSigner, assemble, chain_hash, first_hash, header
 from .requests import NewGame, NewSession
@@ -57,7 +57,6 @@ _decode_answer = msgspec.json.Decoder(dict[str, Any])
 
 MAX_IDEMPOTENCY_KEY = 200  # characters
 SPECTATOR_ID = 8  # the characters of a spectator token that name it (48 of its 256 random bits)
-SESSION_TTL_RANGE = (60, 30 * 86_400)  # seconds a caller may ask a session to live idle
 EVENTS_AFTER_RANGE = (0, 10**9)  # versions a caller may ask for the events after
 EVENTS_PAGE = 1000  # versions of events one read returns at most; callers page with ``after``
 
@@ -83,8 +82,7 @@ class Application:
         # The longest time to live a caller may ask for: under memory pressure Redis evicts
         # the keys closest to expiring first (volatile-ttl), so sessions made to outlive
         # the ones in play would push those out.
-        self.ttl_range = (SESSION_TTL_RANGE[0],
-                          min(SESSION_TTL_RANGE[1], max(settings.session_ttl, settings.session_ttl_max)))
+        self.ttl_range = (SESSION_TTL_RANGE[0], max(settings.session_ttl, settings.session_ttl_max))
         api_keys = tuple(k.strip() for k in (settings.api_keys or "").split(",") if k.strip())
         self.admission = Admission(settings.pick(Limits), tuple(digest(key) for key in api_keys),
                                    self.sessions.service_key_hash)
@@ -167,8 +165,8 @@ class Application:
         """The action a bot would take for ``player``, from that player's view only;
         rate limited per client address."""
         view = self.view(state, player)
-        self.admission.check_suggest(self.store, (caller or Caller("unknown")).address)
-        return self.bots.choose(view, settings)
+        address = (caller or Caller("unknown")).address
+        return self.bots.choose(view, settings, lambda: self.admission.check_suggest(self.store, address))
 
     # --- sessions ----------------------------------------------------------------------
 

@@ -23,20 +23,31 @@ from .errors import ServiceError, from_engine
 
 T = TypeVar("T")
 class Think(Protocol):
-    """Where searches run: ``think(work)`` runs ``work`` and returns what it returns;
-    ``refusable``: a search a caller asked for (a hint, a suggestion), which may be
-    refused (``unavailable``) when too many wait, where a bot seat's move waits."""
+    """Where searches run: ``think(work)`` runs ``work`` and returns what it returns.
+    ``admit``: a search a caller asked for (a hint, a suggestion), charged to the caller
+    by ``admit()`` (its rate limit) once it has its place, or refused (:func:`check_room`)
+    when the queue is full; None: a bot seat's move, which waits whatever the queue."""
 
-    def __call__(self, work: Callable[[], T], refusable: bool = False) -> T: ...
+    def __call__(self, work: Callable[[], T], admit: Callable[[], None] | None = None) -> T: ...
 Commit = Callable[[int, GameState, engine.Action, GameState, list[Event]], bool]
 
 
 SEARCH_LIMITS = ("simulations", "budget_ms")  # what a search may ask for, at most BotLimits' max_<name>
 
 
-def think_here(work: Callable[[], T], refusable: bool = False) -> T:
+def think_here(work: Callable[[], T], admit: Callable[[], None] | None = None) -> T:
     """Run bot work in the calling thread (a thread of a pool, or a test)."""
+    if admit is not None:
+        admit()
     return work()
+
+
+def check_room(held: int, threads: int, queue: int) -> None:
+    """Refuse a caller's bot work (``bots_busy``, 503) when the work ``held`` already
+    (thinking or waiting) fills the ``threads`` and the ``queue`` (ONO99_BOT_QUEUE)."""
+    if held >= threads + queue:
+        raise ServiceError("bots_busy", f"all {threads} bot threads are busy and {held - threads} more calls wait "
+                           f"for one (ONO99_BOT_QUEUE={queue}); try again shortly", retry_after=1)
 
 
 def costly(bot: BotSettings) -> bool:
@@ -86,10 +97,10 @@ class Bots:
             f"{value} ms a move: at most {most} ms")
         return ServiceError("invalid_request", f"{level}{said} on this service", field=where)
 
-    def choose(self, view: engine.ViewDoc, settings: BotSettings, asked: bool = True) -> Suggestion:
+    def choose(self, view: engine.ViewDoc, settings: BotSettings,
+               admit: Callable[[], None] | None = None) -> Suggestion:
         """The bot's choice for the view's seat (``illegal_action`` when it has none);
-        ``asked``: by a caller (a hint, a suggestion: see Think's ``refusable``), not a
-        bot seat's move.
+        ``admit``: a caller's request, charged by it (see :class:`Think`).
         A search stops at ``max_budget_ms`` whatever its settings (a house deck can make
         each of its simulations long). Only a search goes through ``think``: a rule of
         thumb (random, heuristic, patient) is answered at once (well under a millisecond;
@@ -99,7 +110,9 @@ class Bots:
             return choose(view, settings, self.limits.max_budget_ms)
 
         try:
-            return self.think(work, asked) if costly(settings) else work()
+            if costly(settings):
+                return self.think(work, admit)
+            return think_here(work, admit)
         except (InvalidInputError, IllegalActionError) as exc:
             raise from_engine(exc) from None
 
@@ -156,7 +169,7 @@ class Bots:
         rule out the hands that would not have played its move."""
         mixed = hashlib.sha256(f"{settings.seed or 0}:{game_seed}:{version}".encode()).digest()
         seeded = msgspec.structs.replace(settings, seed=int.from_bytes(mixed[:8], "big", signed=True))
-        return self.choose(view, seeded, asked=False).action
+        return self.choose(view, seeded).action
 
 
 def same_bot(current: BotSettings | None, wanted: BotSettings) -> bool:

@@ -38,7 +38,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", type=int, help=_about("workers", "gunicorn worker processes"))
     parser.add_argument("--redis-url", help=_about("redis_url", "Redis for sessions"))
     parser.add_argument("--no-sessions", action="store_true", help="stateless endpoints only")
-    parser.add_argument("--log-level", help=_about("log_level", "debug, info, warning, error"))
+    parser.add_argument("--log-level", help=_about("log_level", "debug, info, warning, error, critical"))
 
 
 def _about(setting: str, what: str) -> str:

@@ -29,12 +29,12 @@ def _setting(default: Any, *, low: float | None = None, high: float | None = Non
 
 
 def _port(default: int) -> Any:
-    return _setting(default, low=0, high=65_535)
+    return _setting(default, low=1, high=65_535)
 
 
-def _count(default: int) -> Any:
+def _count(default: int, high: int | None = None) -> Any:
     """A count of things where none would stop the service: at least one."""
-    return _setting(default, low=1)
+    return _setting(default, low=1, high=high)
 
 
 def _seconds(default: float) -> Any:
@@ -46,7 +46,12 @@ def _zero_for_none(default: float) -> Any:
     return _setting(default, low=0)
 
 
-LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
+PROCESSES_MAX = 256  # workers one command starts at most
+THREADS_MAX = 1024  # threads of one pool at most
+GRPC_MS_MAX = 2**31 - 1  # gRPC takes its connection ages as 32-bit milliseconds
+SESSION_TTL_RANGE = (60, 30 * 86_400)  # idle seconds a session lives: the default and what a caller may ask
+LOG_LEVELS = tuple(name.lower() for name in logging.getLevelNamesMapping())
+TRUE, FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
 
 @dataclass
@@ -57,19 +62,19 @@ class Settings:
     host: str = "127.0.0.1"
     http_port: int = _port(8080)
     grpc_port: int = _port(50051)
-    workers: int = _count(2)
+    workers: int = _count(2, high=PROCESSES_MAX)
     http_connections: int = _count(1000)
     http_connections_per_peer: int = _zero_for_none(256)
     http_header_timeout: int = _count(5)
     http_read_timeout: float = _seconds(10.0)
-    grpc_threads: int = _count(32)
-    grpc_max_connection_age: float = _seconds(600.0)
-    grpc_max_connection_age_grace: float = _setting(60.0, low=0)
+    grpc_threads: int = _count(32, high=THREADS_MAX)
+    grpc_max_connection_age: float = _setting(600.0, low=0.001, high=GRPC_MS_MAX // 1000)
+    grpc_max_connection_age_grace: float = _setting(60.0, low=0, high=GRPC_MS_MAX // 1000)
     grpc_streams: int = _count(2000)
     grpc_streams_per_peer: int = _count(100)
     grpc_state_cache_bytes: int = _zero_for_none(16 * 1024 * 1024)
     session_state_cache_bytes: int = _zero_for_none(16 * 1024 * 1024)
-    metrics_port: int = _port(9464)
+    metrics_port: int = _setting(9464, low=0, high=65_535)
     redis_url: str | None = _setting(None, env="REDIS_URL")
     redis_timeout: float = _seconds(0.5)
     redis_connections: int = _count(100)
@@ -80,8 +85,8 @@ class Settings:
     redis_sentinel_master: str = _setting("mymaster", env="REDIS_SENTINEL_MASTER")
     redis_cluster: bool = _setting(False, env="REDIS_CLUSTER")
     sessions: bool = True
-    session_ttl: int = _count(86_400)
-    session_ttl_max: int = _count(86_400)
+    session_ttl: int = _setting(86_400, low=SESSION_TTL_RANGE[0], high=SESSION_TTL_RANGE[1])
+    session_ttl_max: int = _setting(86_400, low=SESSION_TTL_RANGE[0], high=SESSION_TTL_RANGE[1])
     state_secret: str | None = None
     service_key: str | None = None
     api_keys: str | None = None
@@ -93,7 +98,7 @@ class Settings:
     bot_max_simulations: int = _setting(2_000, low=1, high=MAX_SIMULATIONS)
     bot_max_budget_ms: int = _setting(1_000, low=1, high=MAX_BUDGET_MS)
     bot_moves_per_call: int = _count(12)
-    bot_threads: int = _count(2)  # none: every bot call would wait for ever
+    bot_threads: int = _count(2, high=THREADS_MAX)  # none: every bot call would wait for ever
     bot_queue: int = _zero_for_none(16)
     suggests_per_second: float = _zero_for_none(5)
     suggests_burst: int = _count(10)
@@ -105,7 +110,7 @@ class Settings:
     http_waiters_per_peer: int = _zero_for_none(50)
     sse_max_seconds: float = _seconds(3600.0)
     timer_interval: float = _seconds(0.1)
-    timer_threads: int = _count(4)
+    timer_threads: int = _count(4, high=THREADS_MAX)
     record_key: str | None = None
     record_retention: int = _zero_for_none(86_400)
     seed_seconds_max: int = _count(600)
@@ -209,7 +214,7 @@ def env_name(setting: str) -> str:
 
 def _number(value: float) -> str:
     """A bound or a setting's value as a message says it: 3, 0.5."""
-    return str(int(value)) if float(value).is_integer() else str(value)
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
 
 
 def record_key_bytes(text: str) -> bytes:
@@ -230,7 +235,10 @@ def _parse(name: str, raw: str, kind: Any) -> Any:
     options = [k for k in typing.get_args(kind) if k is not type(None)] or [kind]
     kind = options[0]
     if kind is bool:
-        return raw.lower() in ("1", "true", "yes", "on")
+        said = raw.strip().lower()
+        if said not in TRUE + FALSE:
+            raise ValueError(f"{name} must be true or false (1/0, yes/no, on/off), not {raw!r}")
+        return said in TRUE
     try:
         value = kind(raw)
     except ValueError:

@@ -41,6 +41,7 @@ ERRORS: dict[str, ErrorCode] = {
     "too_many_requests": ErrorCode(429, "RESOURCE_EXHAUSTED", "Too many requests"),
     "internal_error": ErrorCode(500, "INTERNAL", "Internal error"),
     "unavailable": ErrorCode(503, "UNAVAILABLE", "Session store unavailable"),
+    "bots_busy": ErrorCode(503, "UNAVAILABLE", "Bots busy"),
 }
 
 

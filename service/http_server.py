@@ -36,8 +36,8 @@ from gunicorn.workers.base_async import AsyncWorker
 from gunicorn.workers.ggevent import GeventWorker
 
 from . import metrics
+from .bots import check_room
 from .config import Settings
-from .errors import ServiceError
 
 WORKER_CLASS = "service.http_server.Worker"
 YIELD_WAIT = 0.01  # seconds a kept-alive connection waits at most, after each request, for the others
@@ -47,7 +47,7 @@ T = TypeVar("T")
 class BotPool:
     """Where a worker's searches think: ``threads`` threads of a gevent thread pool, and
     at most ``queue`` searches waiting for one that a caller asked for (a hint or a
-    suggestion: beyond, 503 ``unavailable``); a bot seat's move is the game going on,
+    suggestion: beyond, 503 ``bots_busy``); a bot seat's move is the game going on,
     and waits whatever the queue."""
 
     def __init__(self, threads: int, queue: int) -> None:
@@ -60,20 +60,21 @@ class BotPool:
     def of(cls, settings: Settings) -> BotPool:
         return cls(settings.bot_threads, settings.bot_queue)
 
-    def think(self, work: Callable[[], T], refusable: bool = False) -> T:
+    def think(self, work: Callable[[], T], admit: Callable[[], None] | None = None) -> T:
         """Run a bot's CPU-bound work on a thread of this pool when gevent runs this
         process (a gevent worker), so that the worker's other greenlets (requests, slow
         clients) keep being served while it thinks, instead of waiting for its whole
         budget; elsewhere (a test client, another WSGI server) in the calling thread.
+        ``admit``: a caller's search (service.bots.Think), refused when the queue is full.
         Errors come back as values and are raised here: gevent's pool would print the
         traceback of each (a flood of refused hints, a flood of logs)."""
         from gevent import monkey
 
+        if admit is not None:
+            check_room(self.held, self.threads, self.queue)
+            admit()
         if not monkey.is_module_patched("threading"):
             return work()
-        if refusable and self.held >= self.threads + self.queue:
-            raise ServiceError("unavailable", f"this server's bots are busy: {self.held - self.threads} searches "
-                               "wait for a thread (ONO99_BOT_QUEUE); try again shortly", retry_after=1)
         if self.pool is None:
             from gevent.threadpool import ThreadPool
 

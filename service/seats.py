@@ -48,9 +48,11 @@ class SeatOperations:
         if seat is None:
             raise ServiceError("invalid_request", "with the service key, name the seat", field="player")
         view = engine_call(engine.view_doc, session.game(), seat)
-        if caller is not None:
-            self.admission.check_action(self.sessions.store, session_id, caller)  # a hint costs like an action
-        return self.bots.choose(view, settings)
+        def admit() -> None:
+            if caller is not None:  # a hint costs like an action (the service key's are not counted)
+                self.admission.check_action(self.sessions.store, session_id, caller)
+
+        return self.bots.choose(view, settings, admit)
 
     def set_bot(self, session_id: str, token: str | None, player: str,
                 settings: BotSettings | None) -> Then[Versioned]:

@@ -203,12 +203,15 @@ def test_a_full_bot_queue_refuses_hints_and_suggestions_but_never_a_bot_seats_mo
     """A flood of searches (five a second from one address already outruns two threads
     of one-second searches) no longer queues without end: with ONO99_BOT_THREADS=1 and
     ONO99_BOT_QUEUE=2, three searches are held and the fourth suggestion, and a seat's
-    hint, get 503 unavailable with Retry-After, over HTTP and gRPC alike. A rule of thumb
-    is still answered, and a bot seat's move is made whatever the queue: it is the game
-    going on, not a caller's request. Once the queue drains, searches are answered again."""
-    limits = {**BOT_LIMITS, "ONO99_BOT_THREADS": "1", "ONO99_BOT_QUEUE": "2"}
+    hint, get 503 bots_busy with Retry-After, over HTTP and gRPC alike, and cost the
+    caller no rate-limit token. A rule of thumb is still answered over HTTP, and a bot
+    seat's move is made whatever the queue: it is the game going on, not a caller's
+    request. Once the queue drains, searches are answered again. A gRPC call cancelled
+    while its search runs holds its place until the search ends."""
+    limits = {**BOT_LIMITS, "ONO99_BOT_THREADS": "1", "ONO99_BOT_QUEUE": "2", "ONO99_BOT_MAX_BUDGET_MS": "5000",
+              "ONO99_SUGGESTS_PER_SECOND": "0.01", "ONO99_SUGGESTS_BURST": "6"}
     http = start_http(throwaway_redis, workers=1, **limits)
-    rpc = start_grpc(throwaway_redis, **limits)
+    rpc = start_grpc(throwaway_redis, **{**limits, "ONO99_SUGGESTS_PER_SECOND": "0"})  # its refusals run no work
     channel = grpc.insecure_channel(rpc.url)
     try:
         state, _ = new_game({"edition": "2022"}, ["a", "b", "c", "d"], seed=3)
@@ -219,15 +222,16 @@ def test_a_full_bot_queue_refuses_hints_and_suggestions_but_never_a_bot_seats_mo
         for caller in held:
             caller.start()
         wait_for_bot_work(f"{http.url}/metrics", 3)  # one thinking, two waiting: the queue is full
-        refused = requests.post(f"{http.url}/v1/games/suggest", json=search, timeout=30)
-        assert refused.status_code == 503 and refused.headers["Retry-After"] == "1", refused.text
-        assert refused.json()["code"] == "unavailable" and "ONO99_BOT_QUEUE" in refused.json()["detail"]
+        for _ in range(5):  # three tokens of the burst of six are left: a refusal costs none
+            refused = requests.post(f"{http.url}/v1/games/suggest", json=search, timeout=30)
+            assert refused.status_code == 503 and refused.headers["Retry-After"] == "1", refused.text
+            assert refused.json()["code"] == "bots_busy" and "ONO99_BOT_QUEUE=2" in refused.json()["detail"]
         made = requests.post(f"{http.url}/v1/sessions", timeout=30, json={
             "rules": {"edition": "2022"}, "players": ["ann", "bob"], "seed": 5}).json()
         ann = made["seats"][players_to_act(new_game({"edition": "2022"}, ["ann", "bob"], seed=5)[0])[0]]
         hint = requests.post(f"{http.url}/v1/sessions/{made['session_id']}/suggest", headers=auth(ann),
                              json={"bot": {"kind": "ismcts", "budget_ms": 100}}, timeout=30)
-        assert hint.status_code == 503 and hint.json()["code"] == "unavailable", hint.text
+        assert hint.status_code == 503 and hint.json()["code"] == "bots_busy", hint.text
         easy = requests.post(f"{http.url}/v1/games/suggest", json={**search, "bot": {"level": "easy"}}, timeout=30)
         assert easy.status_code == 200, easy.text
         # A bot seat to move first: its move waits its turn behind the held searches, and is made.
@@ -255,6 +259,21 @@ def test_a_full_bot_queue_refuses_hints_and_suggestions_but_never_a_bot_seats_mo
         assert all(call.result().action.type for call in calls)
         wait_for_bot_work(rpc.metrics_url, 0)
         assert stub.Suggest(msg, timeout=30).action.type
+
+        # Cancelled calls: the waiting ones leave the queue, the running search holds its place.
+        long = pb.SuggestRequest()
+        long.CopyFrom(msg)
+        long.bot.budget_ms = 5000
+        calls = [stub.Suggest.future(long, timeout=30)] + [stub.Suggest.future(msg, timeout=30) for _ in range(2)]
+        wait_for_bot_work(rpc.metrics_url, 3)
+        for call in calls:
+            call.cancel()
+        deadline = time.monotonic() + 20
+        while (held_now := bot_work(rpc.metrics_url)) > 1:
+            assert time.monotonic() < deadline, held_now
+            time.sleep(0.05)
+        assert held_now == 1  # the five-second search runs on (before: 0, and a fourth call was taken)
+        wait_for_bot_work(rpc.metrics_url, 0)
     finally:
         channel.close()
         rpc.stop()
@@ -272,7 +291,7 @@ def test_bot_settings_a_service_cannot_work_with_stop_it_at_start(monkeypatch):
     from engine.bots import MAX_BUDGET_MS, MAX_SIMULATIONS
     from service.config import Settings
 
-    for name, value, said in (("ONO99_BOT_THREADS", "0", "must be at least 1, not 0"),
+    for name, value, said in (("ONO99_BOT_THREADS", "0", "must be from 1 to 1024, not 0"),
                               ("ONO99_BOT_MOVES_PER_CALL", "0", "must be at least 1, not 0"),
                               ("ONO99_BOT_MAX_SIMULATIONS", str(MAX_SIMULATIONS + 1),
                                f"must be from 1 to {MAX_SIMULATIONS}, not {MAX_SIMULATIONS + 1}"),
@@ -598,8 +617,8 @@ def test_careless_and_hostile_bot_seats_are_refused(servers):
 
 
 def test_suggestions_are_rate_limited_per_address_and_hints_per_seat(throwaway_redis):
-    http = start_http(throwaway_redis, workers=1, ONO99_SUGGESTS_PER_SECOND="1", ONO99_SUGGESTS_BURST="3",
-                      ONO99_ACTIONS_PER_SECOND="1", ONO99_ACTIONS_BURST="3")
+    http = start_http(throwaway_redis, workers=1, ONO99_SUGGESTS_PER_SECOND="0.01", ONO99_SUGGESTS_BURST="3",
+                      ONO99_ACTIONS_PER_SECOND="0.01", ONO99_ACTIONS_BURST="3")
     try:
         state, _ = new_game({"edition": "2022"}, ["a", "b"], seed=1)
         body = {**signed(state), "player": players_to_act(state)[0], "bot": {"kind": "heuristic"}}

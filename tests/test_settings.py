@@ -83,9 +83,24 @@ def test_every_zero_the_readme_gives_a_meaning_is_accepted(monkeypatch):
 
 
 def test_settings_of_no_known_meaning_are_refused(monkeypatch):
-    assert refused(monkeypatch, "ONO99_LOG_LEVEL", "loud") == (
-        "ONO99_LOG_LEVEL must be one of debug, info, warning, error, critical, not 'loud'")
-    accepted(monkeypatch, "ONO99_LOG_LEVEL", "WARNING")
+    assert refused(monkeypatch, "ONO99_LOG_LEVEL", "loud").startswith(
+        "ONO99_LOG_LEVEL must be one of critical, fatal, error, warn, warning, info, debug")
+    for level in ("WARNING", "warn", "fatal"):  # what logging takes
+        accepted(monkeypatch, "ONO99_LOG_LEVEL", level)
+    # An on/off setting: a typo no longer turns a feature off in silence.
+    assert refused(monkeypatch, "ONO99_WEBHOOKS", "of") == (
+        "ONO99_WEBHOOKS must be true or false (1/0, yes/no, on/off), not 'of'")
+    for text, value in (("off", False), ("No", False), ("0", False), ("on", True), ("TRUE", True), ("1", True)):
+        monkeypatch.setenv("ONO99_REDIS_WAIT_AOF", text)
+        assert Settings.from_env().redis_wait_aof is value
+    monkeypatch.delenv("ONO99_REDIS_WAIT_AOF")
+    # A number too large for a float is said as it is (it crashed the message before).
+    huge = "9" * 400
+    assert refused(monkeypatch, "ONO99_HTTP_PORT", huge) == f"ONO99_HTTP_PORT must be from 1 to 65535, not {huge}"
+    # Workers and threads have a most: 10**400 workers forked until the memory ran out.
+    assert refused(monkeypatch, "ONO99_WORKERS", "257") == "ONO99_WORKERS must be from 1 to 256, not 257"
+    # gRPC takes a connection's age in 32-bit milliseconds: more crashed the gRPC server.
+    assert refused(monkeypatch, "ONO99_GRPC_MAX_CONNECTION_AGE", "3000000").endswith("not 3000000")
     for key in ("zz", "ab" * 31, "ab" * 33):
         assert refused(monkeypatch, "ONO99_RECORD_KEY", key) == (
             "ONO99_RECORD_KEY must be an Ed25519 private key: 64 hex digits")
@@ -101,9 +116,9 @@ def test_every_command_stops_at_start_with_one_line(command):
     """Before the bounds, ONO99_GRPC_THREADS=0, a malformed ONO99_RECORD_KEY and an unknown
     log level each ended in a traceback, and ONO99_WORKERS=0 started a server with no
     HTTP worker at all."""
-    for name, value, said in (("ONO99_GRPC_THREADS", "0", "must be at least 1, not 0"),
+    for name, value, said in (("ONO99_GRPC_THREADS", "0", "must be from 1 to 1024, not 0"),
                               ("ONO99_RECORD_KEY", "zz", "must be an Ed25519 private key: 64 hex digits"),
-                              ("ONO99_WORKERS", "0", "must be at least 1, not 0")):
+                              ("ONO99_WORKERS", "0", "must be from 1 to 256, not 0")):
         started = subprocess.run([sys.executable, "-m", "service.cli", command], capture_output=True, text=True,
                                  timeout=60, env={**os.environ, name: value}, cwd=ROOT)
         assert started.returncode == 2, (command, name, started.stderr[-2000:])
@@ -115,6 +130,6 @@ def test_gunicorn_on_the_wsgi_module_stops_with_one_line_instead_of_restarting_w
                              capture_output=True, text=True, timeout=60, cwd=ROOT,
                              env={**os.environ, "ONO99_WORKERS": "0"})
     assert started.returncode == 4, started.stderr[-3000:]
-    assert "ono99: ONO99_WORKERS must be at least 1, not 0" in started.stderr.splitlines()
+    assert "ono99: ONO99_WORKERS must be from 1 to 256, not 0" in started.stderr.splitlines()
     assert "Traceback" not in started.stderr and "App failed to load" in started.stderr
     assert started.stderr.count("ONO99_WORKERS must be") == 1  # one worker tried, none started again

@@ -7,6 +7,7 @@ import asyncio
 import contextvars
 import functools
 import logging
+import threading
 import time
 import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -20,6 +21,7 @@ import engine
 
 from .. import logs, metrics
 from ..application import bearer_token, is_session_id
+from ..bots import check_room
 from ..errors import ServiceError, from_engine
 from . import convert
 from .errors import to_status
@@ -155,29 +157,30 @@ T = TypeVar("T")
 class Calls:
     """Runs a session call's blocking work (Redis) on the thread pool, with the call's
     context vars, and turns service and engine errors into gRPC statuses. ``queue``:
-    how many works a caller asked for (``refusable``: hints, suggestions) may wait for a
-    thread; beyond, the call is refused (UNAVAILABLE). None: no bound."""
+    the bots' calls, of which at most ``queue`` a caller asked for (``refusable``:
+    hints, suggestions) wait for a thread; beyond, such a call is refused (``bots_busy``,
+    UNAVAILABLE). None: no bound."""
 
     def __init__(self, threads: int, queue: int | None = None) -> None:
         self.pool = futures.ThreadPoolExecutor(max_workers=threads, thread_name_prefix="ono99-grpc")
         self.threads = threads
         self.queue = queue
-        self.held = 0  # works handed to the pool and not yet done (counted on the event loop)
+        # Works handed to the pool and not yet done: counted until a work ends on its
+        # thread (a cancelled call's work runs on once started) or is cancelled unstarted.
+        self.held = 0
+        self._held_lock = threading.Lock()
 
     async def answer(self, context: grpc.aio.ServicerContext, work: Callable[[], T], finish: bool = False,
                      refusable: bool = False) -> T:
         """``work``'s result. ``finish``: the work runs to its end even when the call is
         cancelled (a client that gives up must not leave a session half moved on)."""
         try:
-            if refusable and self.queue is not None and self.held >= self.threads + self.queue:
-                raise ServiceError("unavailable", f"this server's bots are busy: {self.held - self.threads} calls "
-                                   "wait for a thread (ONO99_BOT_QUEUE); try again shortly", retry_after=1)
-            run = contextvars.copy_context().run
-            future = asyncio.get_running_loop().run_in_executor(self.pool, run, work)
-            self.held += 1
-            if self.queue is not None:  # the bots' calls
-                metrics.BOT_WORK.inc()
-            future.add_done_callback(self._release)
+            if refusable and self.queue is not None:
+                check_room(self.held, self.threads, self.queue)
+            submitted = self.pool.submit(contextvars.copy_context().run, work)
+            self._hold(1)
+            submitted.add_done_callback(lambda _: self._hold(-1))
+            future = asyncio.wrap_future(submitted)
             if finish:
                 future.add_done_callback(_consume)
                 return await asyncio.shield(future)
@@ -186,10 +189,11 @@ class Calls:
             await abort(context, error)
         raise AssertionError("abort_with_status returns only by raising")
 
-    def _release(self, _future: asyncio.Future[Any]) -> None:
-        self.held -= 1
-        if self.queue is not None:
-            metrics.BOT_WORK.dec()
+    def _hold(self, change: int) -> None:
+        with self._held_lock:
+            self.held += change
+        if self.queue is not None:  # the bots' calls
+            metrics.BOT_WORK.inc(change)
 
 
 def _consume(future: asyncio.Future[Any]) -> None:

@@ -47,7 +47,7 @@ def _first_error(errors: Any, path: str = "") -> tuple[str, str]:
     message, prefixed with the field."""
     if isinstance(errors, dict):
         for key, value in errors.items():
-            if key == "json":
+            if key in ("json", "_schema"):  # the body, or the whole of it (marshmallow's name)
                 return _first_error(value, path)
             return _first_error(value, f"{path}.{key}" if path else str(key))
     if isinstance(errors, list) and errors:

@@ -28,7 +28,8 @@ from engine.shuffle import SEED_MAX, SEED_MAX_LENGTH, SEED_MIN, check_seed
 from engine.view import ViewDoc
 
 from ..answers import SESSION_EVENT_FIELDS, SessionViewDoc
-from ..application import EVENTS_AFTER_RANGE, SESSION_TTL_RANGE
+from ..application import EVENTS_AFTER_RANGE
+from ..config import SESSION_TTL_RANGE
 from ..hooks import EVENT_TYPES
 from .parser import component_name
 
