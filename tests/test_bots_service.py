@@ -199,7 +199,7 @@ def wait_for_bot_work(metrics_url, count):
         time.sleep(0.05)
 
 
-def test_a_full_bot_queue_refuses_hints_and_suggestions_but_never_a_bot_seats_move(throwaway_redis):
+def test_a_full_bot_queue_refuses_hints_and_suggestions_but_never_a_bot_seats_move(own_redis):
     """A flood of searches (five a second from one address already outruns two threads
     of one-second searches) no longer queues without end: with ONO99_BOT_THREADS=1 and
     ONO99_BOT_QUEUE=2, three searches are held and the fourth suggestion, and a seat's
@@ -210,8 +210,8 @@ def test_a_full_bot_queue_refuses_hints_and_suggestions_but_never_a_bot_seats_mo
     while its search runs holds its place until the search ends."""
     limits = {**BOT_LIMITS, "ONO99_BOT_THREADS": "1", "ONO99_BOT_QUEUE": "2", "ONO99_BOT_MAX_BUDGET_MS": "5000",
               "ONO99_SUGGESTS_PER_SECOND": "0.01", "ONO99_SUGGESTS_BURST": "6"}
-    http = start_http(throwaway_redis, workers=1, **limits)
-    rpc = start_grpc(throwaway_redis, **{**limits, "ONO99_SUGGESTS_PER_SECOND": "0"})  # its refusals run no work
+    http = start_http(own_redis, workers=1, **limits)
+    rpc = start_grpc(own_redis, **{**limits, "ONO99_SUGGESTS_PER_SECOND": "0"})  # its refusals run no work
     channel = grpc.insecure_channel(rpc.url)
     try:
         state, _ = new_game({"edition": "2022"}, ["a", "b", "c", "d"], seed=3)
@@ -616,8 +616,9 @@ def test_careless_and_hostile_bot_seats_are_refused(servers):
     assert answer.status_code == 403
 
 
-def test_suggestions_are_rate_limited_per_address_and_hints_per_seat(throwaway_redis):
-    http = start_http(throwaway_redis, workers=1, ONO99_SUGGESTS_PER_SECOND="0.01", ONO99_SUGGESTS_BURST="3",
+def test_suggestions_are_rate_limited_per_address_and_hints_per_seat(own_redis):
+    # A Redis of its own: the address's bucket, refilled once in 100 s, is this test's alone.
+    http = start_http(own_redis, workers=1, ONO99_SUGGESTS_PER_SECOND="0.01", ONO99_SUGGESTS_BURST="3",
                       ONO99_ACTIONS_PER_SECOND="0.01", ONO99_ACTIONS_BURST="3")
     try:
         state, _ = new_game({"edition": "2022"}, ["a", "b"], seed=1)
