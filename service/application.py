@@ -82,7 +82,8 @@ class Application:
         # The longest time to live a caller may ask for: under memory pressure Redis evicts
         # the keys closest to expiring first (volatile-ttl), so sessions made to outlive
         # the ones in play would push those out.
-        self.ttl_range = (SESSION_TTL_RANGE[0], max(settings.session_ttl, settings.session_ttl_max))
+        self.ttl_range = (SESSION_TTL_RANGE[0],
+                          min(SESSION_TTL_RANGE[1], max(settings.session_ttl, settings.session_ttl_max)))
         api_keys = tuple(k.strip() for k in (settings.api_keys or "").split(",") if k.strip())
         self.admission = Admission(settings.pick(Limits), tuple(digest(key) for key in api_keys),
                                    self.sessions.service_key_hash)

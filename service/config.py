@@ -50,7 +50,7 @@ PROCESSES_MAX = 256  # workers one command starts at most
 THREADS_MAX = 1024  # threads of one pool at most
 GRPC_MS_MAX = 2**31 - 1  # gRPC takes its connection ages as 32-bit milliseconds
 SESSION_TTL_RANGE = (60, 30 * 86_400)  # idle seconds a session lives: the default and what a caller may ask
-LOG_LEVELS = tuple(name.lower() for name in logging.getLevelNamesMapping())
+LOG_LEVELS = ("debug", "info", "warning", "error", "critical")  # the names gunicorn knows too
 TRUE, FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
 
@@ -86,7 +86,7 @@ class Settings:
     redis_cluster: bool = _setting(False, env="REDIS_CLUSTER")
     sessions: bool = True
     session_ttl: int = _setting(86_400, low=SESSION_TTL_RANGE[0], high=SESSION_TTL_RANGE[1])
-    session_ttl_max: int = _setting(86_400, low=SESSION_TTL_RANGE[0], high=SESSION_TTL_RANGE[1])
+    session_ttl_max: int = _setting(86_400, low=SESSION_TTL_RANGE[0])  # callers get at most the range's most
     state_secret: str | None = None
     service_key: str | None = None
     api_keys: str | None = None

@@ -36,7 +36,7 @@ from gunicorn.workers.base_async import AsyncWorker
 from gunicorn.workers.ggevent import GeventWorker
 
 from . import metrics
-from .bots import check_room
+from .bots import check_room, think_here
 from .config import Settings
 
 WORKER_CLASS = "service.http_server.Worker"
@@ -70,11 +70,10 @@ class BotPool:
         traceback of each (a flood of refused hints, a flood of logs)."""
         from gevent import monkey
 
+        if not monkey.is_module_patched("threading"):
+            return think_here(work, admit)
         if admit is not None:
             check_room(self.held, self.threads, self.queue)
-            admit()
-        if not monkey.is_module_patched("threading"):
-            return work()
         if self.pool is None:
             from gevent.threadpool import ThreadPool
 
@@ -86,9 +85,11 @@ class BotPool:
             except Exception as error:
                 return False, error
 
-        self.held += 1
+        self.held += 1  # the place is taken before admit() yields on Redis, so others see it
         metrics.BOT_WORK.inc()
         try:
+            if admit is not None:
+                admit()
             ok, value = self.pool.apply(capture)
         finally:
             self.held -= 1
