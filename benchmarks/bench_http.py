@@ -22,6 +22,10 @@ in which Redis, wrk and the kernel's loopback weigh the same for both. Under the
 client the session action has none (its client makes and reads its sessions within the
 round, which the workers' CPU would carry); where /proc cannot tell, every CPU figure is
 null.
+The best-of-rounds ratios are printed again round by round (``ratio_apply_by_round``,
+``ratio_session_action_vs_redis_floor_by_round``, each round's target over its floor in
+that round, and their ``…_median_round``): their spread says how much one run's figure
+can move.
 The last line printed is one JSON object.
 
 The load comes from wrk (Debian package ``wrk``; ``--client wrk``, the default) with
@@ -380,6 +384,19 @@ def main() -> None:
     figures["ratio_session_action_vs_redis_floor"] = ratio("session_action", "floor")
     print(f"ratio apply/bare {figures['ratio_apply']}, session action/bare {figures['ratio_session_action']}, "
           f"session action/Redis floor {figures['ratio_session_action_vs_redis_floor']}")
+    # The same ratios round by round (a target and its floor in the same round, so that a
+    # round the whole machine ran slower counts against both): their spread tells how far
+    # one run's best-of-rounds figure can be trusted.
+    for key, target, floor in (("ratio_apply", "apply", "bare"),
+                               ("ratio_session_action_vs_redis_floor", "session_action", "floor")):
+        paired = [round(t["requests_per_s"] / f["requests_per_s"], 3)
+                  for t, f in zip(rounds[target], rounds[floor], strict=True)]
+        figures[f"{key}_by_round"] = paired
+        figures[f"{key}_median_round"] = round(statistics.median(paired), 3)
+    print(f"round by round: apply/bare {figures['ratio_apply_by_round']} (median "
+          f"{figures['ratio_apply_median_round']}), session action/Redis floor "
+          f"{figures['ratio_session_action_vs_redis_floor_by_round']} (median "
+          f"{figures['ratio_session_action_vs_redis_floor_median_round']})")
     def by_cpu(target: str, floor: str) -> float | None:
         return cpu_ratio(results[target]["cpu_us"], results[floor]["cpu_us"])
 

@@ -43,6 +43,10 @@ def check_figures(figures: dict) -> None:
         figures["session_action_requests_per_s"] / figures["bare_requests_per_s"], 3)
     assert figures["ratio_session_action_vs_redis_floor"] == round(
         figures["session_action_requests_per_s"] / figures["floor_requests_per_s"], 3)
+    # One round: the round-by-round ratios are that round's, the best-of-rounds ones.
+    for key in ("ratio_apply", "ratio_session_action_vs_redis_floor"):
+        assert figures[f"{key}_by_round"] == [figures[key]], figures
+        assert figures[f"{key}_median_round"] == figures[key], figures
     # Each target's worker CPU a request and the same ratios by it, where Linux's /proc
     # tells; none under the Python client for session actions (its client makes its
     # sessions within the round), and none at all without /proc.
