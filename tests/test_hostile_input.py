@@ -267,6 +267,29 @@ def test_chunked_body_at_the_limit_is_served(servers):
         assert status == 201, body[:300]
 
 
+# A chunked body whose framing is malformed: 400, not 500 (the server's parse error of the
+# body used to reach the app's handler of unexpected errors).
+_BODY = b'{"rules": {"edition": "2022"}, "players": ["ann", "bob"], "seed": 1}'
+
+
+@pytest.mark.parametrize("framing", [
+    b"zz\r\n" + _BODY + b"\r\n0\r\n\r\n",                                   # a size that is no hex number
+    b"-1\r\n" + _BODY + b"\r\n0\r\n\r\n",                                   # a negative size
+    b"%x\r\n" % len(_BODY) + _BODY + b"XX0\r\n\r\n",                          # no line end after the chunk
+    b"%x\r\n" % len(_BODY) + _BODY + b"\r\n0\r\nbad trailer\r\n\r\n",       # a trailer that is no header
+], ids=["not-hex", "negative", "no-line-end", "bad-trailer"])
+@pytest.mark.parametrize("path", ["/v1/games", "/v1/games/apply", "/v1/sessions"])
+def test_malformed_chunked_body_is_400(servers, framing, path):
+    http, _, _ = servers
+    with socket.create_connection(("127.0.0.1", http.port), timeout=10) as sock:
+        sock.sendall(f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n".encode() + framing)
+        status, body = _status(_reply(sock))
+    assert status == 400, body[:300]
+    assert json.loads(body)["code"] == "invalid_request", body[:300]
+    assert requests.get(f"{http.url}/healthz", timeout=5).status_code == 200
+
+
 # A body with a Content-Length is read in one read of that length (service/http_api/parser.py,
 # _body); a chunked one through werkzeug: the same limit holds for both.
 
