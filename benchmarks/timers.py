@@ -65,7 +65,7 @@ def main() -> None:
         timer = app.turn_timer({"turn_seconds": args.turn_seconds, "on_timeout": "draw", "timeouts_to_bot": 0})
         for i in range(args.sessions):
             game = NewGame(app.rules({"edition": "2022"}), ["ann", "bob"], seed=i)
-            made = app.create_session(Caller("benchmark"), None, lambda game=game: NewSession(game, {}, timer)).done()
+            made = app.create_session(Caller("benchmark"), lambda game=game: NewSession(game, {}, timer)).done()
             ids.append(made.session_id)
             time.sleep(max(0.0, gap - 0.0005))
         print(f"{args.sessions} timed sessions created; running {args.seconds:.0f} s with "

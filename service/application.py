@@ -171,18 +171,19 @@ class Application:
 
     # --- sessions ----------------------------------------------------------------------
 
-    def create_session(self, caller: Caller, ttl: int | None, build: Callable[[], NewSession]) -> Then[SessionCreated]:
-        """Deal a game into a new session that lives ``ttl`` idle seconds (None: the
-        service's default). With API keys configured only their holders (and the service
-        key) may create; creations are rate limited per key, else per address. The
-        request is built by ``build`` (with this application's parsers) once the caller
-        is admitted: a caller without a key learns nothing of what it sent."""
-        low, high = self.ttl_range
-        if ttl is not None and not low <= ttl <= high:
-            raise ServiceError("invalid_request", f"ttl_seconds must be from {low} to {high}", field="ttl_seconds")
+    def create_session(self, caller: Caller, build: Callable[[], NewSession]) -> Then[SessionCreated]:
+        """Deal a game into a new session. With API keys configured only their holders
+        (and the service key) may create; creations are rate limited per key, else per
+        address. The request is parsed and built by ``build`` (with this application's
+        parsers) only once the caller is admitted: a caller without a key learns nothing
+        of what it sent, not even whether its body was well formed."""
         store = self.sessions.store
         self.admission.check_creation(store, caller.address, digest(caller.api_key) if caller.api_key else None)
         request = build()
+        ttl = request.ttl
+        low, high = self.ttl_range
+        if ttl is not None and not low <= ttl <= high:
+            raise ServiceError("invalid_request", f"ttl_seconds must be from {low} to {high}", field="ttl_seconds")
         bots, turn_timer, game = request.bots, request.timer, request.game  # seating() kept a person's seat
         state, events = engine_call(engine.new_game, game.rules, game.players, seed=game.seed, deck=game.deck)
         created_ms = deadline = now_ms()

@@ -27,10 +27,11 @@ class NewGame:
 @dataclass(frozen=True)
 class NewSession:
     """A session to create: its game, the seats bots play, its turn timer (None: none),
-    and for a fair session the seconds its seats have to send their seeds (None: not
-    fair; docs/FAIRNESS.md)."""
+    for a fair session the seconds its seats have to send their seeds (None: not fair;
+    docs/FAIRNESS.md), and the idle seconds it lives (None: the service's default)."""
 
     game: NewGame
     bots: dict[str, BotSettings]
     timer: TurnTimer | None = None
     seed_seconds: int | None = None
+    ttl: int | None = None

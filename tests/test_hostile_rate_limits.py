@@ -103,3 +103,44 @@ def test_with_api_keys_only_their_holders_create_sessions_each_with_its_own_budg
         channel.close()
         http.stop()
         rpc.stop()
+
+
+# Bodies a caller without a key might send, each refused for what it holds when a key is
+# sent; without one, the answer is 401 whatever the body: the body is read only once the
+# caller is admitted, so it learns nothing of what it sent (not the schema, not the TTL range).
+BAD_BODIES = [{"x": 1}, {"rules": {"edition": "2022"}, "players": ["ann"]},
+              {**GAME, "ttl_seconds": 5}, {**GAME, "players": ["ann", {"id": "bob", "bot": {"kind": "nope"}}]}]
+
+
+def test_without_an_api_key_a_malformed_creation_is_401_and_tells_nothing(fresh_redis):
+    env = {"ONO99_API_KEYS": "key-one", "ONO99_CREATES_PER_MINUTE": "600", "ONO99_CREATES_BURST": "50"}
+    http, rpc = start_http(fresh_redis, workers=1, **env), start_grpc(fresh_redis, **env)
+    channel = grpc.insecure_channel(rpc.url)
+    sessions = pb_grpc.SessionServiceStub(channel)
+    try:
+        for body in BAD_BODIES:
+            for headers in ({}, {"X-API-Key": "nope"}):
+                refused = requests.post(f"{http.url}/v1/sessions", json=body, headers=headers, timeout=5)
+                assert refused.status_code == 401, (body, refused.text)
+                assert refused.json()["code"] == "unauthorized"
+            judged = requests.post(f"{http.url}/v1/sessions", json=body, headers={"X-API-Key": "key-one"}, timeout=5)
+            assert judged.status_code == 400, (body, judged.text)  # the same body from a key holder
+        # A key may also be sent as a bearer token (docs/API.md, under the sessions table).
+        assert requests.post(f"{http.url}/v1/sessions", json=GAME, headers={"Authorization": "Bearer key-one"},
+                             timeout=5).status_code == 201
+        unauthenticated = requests.post(f"{http.url}/v1/sessions", data=b"{not json",
+                                        headers={"Content-Type": "application/json"}, timeout=5)
+        assert unauthenticated.status_code == 401
+        bad = [pb.CreateSessionRequest(game=NEW, ttl_seconds=5),
+               pb.CreateSessionRequest(game=NEW, bots={"cy": pb.Bot(kind="random")})]
+        for request in bad:
+            with pytest.raises(grpc.RpcError) as no_key:
+                sessions.CreateSession(request, timeout=5)
+            assert no_key.value.code() == grpc.StatusCode.UNAUTHENTICATED, request
+            with pytest.raises(grpc.RpcError) as judged_rpc:
+                sessions.CreateSession(request, metadata=[("x-api-key", "key-one")], timeout=5)
+            assert judged_rpc.value.code() == grpc.StatusCode.INVALID_ARGUMENT, request
+    finally:
+        channel.close()
+        http.stop()
+        rpc.stop()

@@ -90,26 +90,28 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
 
         def work() -> Then[SessionCreated]:
             game = request.game
-            unknown = sorted(set(request.bots) - set(game.players))
-            if unknown:
-                shown = unknown[0] if len(unknown[0]) <= 64 else f"a {len(unknown[0])}-character name"
-                raise ServiceError("invalid_request", f"bots names {shown!r}, who is not among game.players",
-                                   field="bots")
-            players = [{"id": p, "bot": convert.bot_doc(request.bots[p])} if p in request.bots else p
-                       for p in game.players]
-            timer = {"turn_seconds": request.turn_seconds if request.HasField("turn_seconds") else None,
-                     "on_timeout": request.on_timeout or None,
-                     "timeouts_to_bot": request.timeouts_to_bot if request.HasField("timeouts_to_bot") else None,
-                     "timeout_bot": convert.bot_doc(request.timeout_bot) if request.HasField("timeout_bot") else None}
-            def build() -> NewSession:  # in the order the checks answer: seats, timer, fairness, rules
+
+            def build() -> NewSession:  # once the caller is admitted; in the order the checks answer
+                unknown = sorted(set(request.bots) - set(game.players))
+                if unknown:
+                    shown = unknown[0] if len(unknown[0]) <= 64 else f"a {len(unknown[0])}-character name"
+                    raise ServiceError("invalid_request", f"bots names {shown!r}, who is not among game.players",
+                                       field="bots")
+                players = [{"id": p, "bot": convert.bot_doc(request.bots[p])} if p in request.bots else p
+                           for p in game.players]
+                timer = {"turn_seconds": request.turn_seconds if request.HasField("turn_seconds") else None,
+                         "on_timeout": request.on_timeout or None,
+                         "timeouts_to_bot": request.timeouts_to_bot if request.HasField("timeouts_to_bot") else None,
+                         "timeout_bot":
+                             convert.bot_doc(request.timeout_bot) if request.HasField("timeout_bot") else None}
                 ids, bots = self.app.seating(players)
                 turn_timer = self.app.turn_timer(timer)
                 seed, deck = seed_of(game), convert.cards(game.deck, "deck") if game.deck else None
                 seeding = self.app.seeding({"fair": request.fair, "seed": seed, "deck": deck, "seed_seconds":
                                             request.seed_seconds if request.HasField("seed_seconds") else None})
                 return NewSession(NewGame(self.app.rules(convert.rules_doc(game.rules)), ids, seed, deck),
-                                  bots, turn_timer, seeding)
-            return self.app.create_session(caller, request.ttl_seconds or None, build)
+                                  bots, turn_timer, seeding, request.ttl_seconds or None)
+            return self.app.create_session(caller, build)
 
         def answer(made: SessionCreated) -> pb.CreateSessionResponse:
             response = pb.CreateSessionResponse(session_id=made.session_id, version=made.version, seats=made.seats,

@@ -102,27 +102,33 @@ def _not_modified(version: int) -> bool:
     return tags is None or f'"v{version}"' in {tag.removeprefix("W/") for tag in tags}
 
 
+_NEW_SESSION = NewSessionSchema()
+
+
 @blp.route("")
 class Sessions(MethodView):
-    @blp.arguments(NewSessionSchema())
+    # The body is parsed only once the caller is admitted (Application.create_session),
+    # so it is documented here rather than parsed by flask-smorest's ``arguments``.
+    @blp.doc(requestBody={"required": True, "content": {"application/json": {"schema": NewSessionSchema}}})
     @document_answer(blp, 201, SessionCreatedSchema)
     @blp.doc(parameters=[{"in": "header", "name": "X-API-Key", "schema": {"type": "string"},
                           "description": "an API key of this service (required when ONO99_API_KEYS is set)"}])
-    @document_errors(blp, 401, 413, 429, 503)
+    @document_errors(blp, 400, 401, 413, 429, 503)
     @blp.doc(operationId="createSession")
-    def post(self, body: dict[str, Any]) -> Response:
+    def post(self) -> Response:
         """Deal a game into a new session; the answer holds each seat's secret token (shown once)."""
         # An API key in X-API-Key; the service key there or, as on every other call, as a bearer token.
         caller = Caller(request.remote_addr or "unknown", request.headers.get("X-API-Key") or _token())
         app = app_layer()
 
-        def build() -> NewSession:  # in the order the checks answer: seats, timer, fairness, rules
+        def build() -> NewSession:  # in the order the checks answer: the body, seats, timer, fairness, rules
+            body = blp.ARGUMENTS_PARSER.parse(_NEW_SESSION, location="json")
             ids, bots = app.seating(body["players"])
             timer = app.turn_timer({name: body[name] for name in TIMER_OPTIONS})
             seeding = app.seeding({name: body[name] for name in ("fair", "seed_seconds", "seed", "deck")})
             return NewSession(NewGame(app.rules(body["rules"]), ids, body["seed"], body["deck"]), bots, timer,
-                              seeding)
-        made = app.create_session(caller, body["ttl_seconds"], build).done()
+                              seeding, body["ttl_seconds"])
+        made = app.create_session(caller, build).done()
         return json_response({"session_id": made.session_id, "version": made.version, "seats": made.seats,
                               "view": made.view, "events": made.events, "chain_hash": made.chain_hash}, 201,
                              headers={"Location": f"/v1/sessions/{made.session_id}", "ETag": f'"v{made.version}"'})
