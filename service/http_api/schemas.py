@@ -90,6 +90,16 @@ class Strict(ma.Schema):
         unknown = ma.RAISE
 
 
+class QueryVersion(fields.Integer):
+    """A version in a query string: ASCII digits only (``int`` would also take "１", "1_0"
+    and " 1")."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> int:
+        if not (isinstance(value, str) and value.isascii() and value.isdigit()):
+            raise self.make_error("invalid")
+        return super()._deserialize(value, attr, data, **kwargs)
+
+
 class EngineField(fields.Field):  # type: ignore[type-arg]
     """A value whose shape the engine owns: ``parse`` validates it (once), and its OpenAPI
     schema is the engine's component ``component``."""
@@ -441,7 +451,7 @@ class WebhooksSchema(ma.Schema):
 class EventsQuerySchema(Strict):
     """Query of GET /v1/sessions/{id}/events."""
 
-    after = fields.Integer(load_default=0, validate=validate.Range(*EVENTS_AFTER_RANGE),
+    after = QueryVersion(load_default=0, validate=validate.Range(*EVENTS_AFTER_RANGE),
                            metadata={"description": "version already seen"})
     wait = fields.Float(load_default=0, validate=validate.Range(min=0),
                         metadata={"description": "seconds to wait for an event after `after` when there is "

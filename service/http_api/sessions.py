@@ -14,7 +14,7 @@ import engine
 
 from ..admission import Caller
 from ..answers import SessionAnswer
-from ..application import MAX_IDEMPOTENCY_KEY, Application, bearer_token
+from ..application import EVENTS_AFTER_RANGE, MAX_IDEMPOTENCY_KEY, Application, bearer_token
 from ..config import Settings
 from ..errors import ServiceError
 from ..requests import NewGame, NewSession
@@ -323,7 +323,7 @@ def _event_stream(app: Application, session_id: str, query: dict[str, Any], sett
     after = query["after"]
     resumed = request.headers.get("Last-Event-ID", "").strip()
     if resumed:
-        if not _VERSION.fullmatch(resumed):
+        if not _VERSION.fullmatch(resumed) or int(resumed) > EVENTS_AFTER_RANGE[1]:
             raise ServiceError("invalid_request", "Last-Event-ID is the version of the last message received",
                                field="Last-Event-ID")
         after = max(after, int(resumed))
