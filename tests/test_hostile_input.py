@@ -33,7 +33,9 @@ KEY = [("authorization", f"Bearer {SERVICE_KEY}")]
 
 @pytest.fixture(scope="module")
 def servers(throwaway_redis):
-    http, rpc = start_http(throwaway_redis), start_grpc(throwaway_redis)
+    # No creation limit: the refused bodies sent to POST /v1/sessions here count against it
+    # (docs/SECURITY.md), and this module is about what a refusal says, not how many there are.
+    http, rpc = start_http(throwaway_redis, ONO99_CREATES_PER_MINUTE="0"), start_grpc(throwaway_redis)
     channel = grpc.insecure_channel(rpc.url, options=[("grpc.max_send_message_length", 4 * MAX_BODY)])
     yield http, channel, throwaway_redis
     channel.close()

@@ -329,7 +329,7 @@ def test_one_address_gets_its_share_of_the_waiters_and_odd_resume_points_are_ref
             return conn.getresponse().status
         assert [stream_from("127.0.0.1") for _ in range(3)] == [200, 200, 429]  # ONO99_HTTP_WAITERS_PER_PEER=2
         assert stream_from("127.0.0.2") == 200  # another address still gets its own
-        for value in ("\u00b2", "12a", str(10**9), "9999999999"):
+        for value in ("\u00b2", "12a", str(10**9), "9999999999", "1\u00a0"):
             answer = requests.get(f"{server.url}/v1/sessions/{sid}/events", timeout=10,
                                   headers={"Accept": "text/event-stream", "Last-Event-ID": value, **auth(ann)})
             assert answer.status_code == 400 and answer.json()["field"] == "Last-Event-ID", (value, answer.text)

@@ -321,7 +321,7 @@ def _event_stream(app: Application, session_id: str, query: dict[str, Any], sett
     stream starts; 204 when the game is over and nothing follows (a browser's
     EventSource then stops reconnecting)."""
     after = query["after"]
-    resumed = request.headers.get("Last-Event-ID", "").strip()
+    resumed = request.headers.get("Last-Event-ID", "").strip(" \t")  # what HTTP takes as white space
     if resumed:
         if not _VERSION.fullmatch(resumed) or int(resumed) > EVENTS_AFTER_RANGE[1]:
             raise ServiceError("invalid_request", "Last-Event-ID is the version of the last message received",
