@@ -164,6 +164,23 @@ def test_http_events_after_takes_ascii_digits_within_range_only(servers, after):
     assert answer.json()["field"] == "query.after"  # as every query field is named
 
 
+@pytest.mark.parametrize("method", ["GameService/NewGame", "GameService/Apply", "SessionService/CreateSession",
+                                    "SessionService/Act", "SessionService/WatchEvents"])
+def test_grpc_bytes_that_are_no_message_are_invalid_argument(servers, method):
+    # grpc.aio answered UNKNOWN, with the protobuf parser's own words, for bytes its
+    # deserializer could not read.
+    _, channel, _ = servers
+    open_call = channel.unary_stream if method.endswith("WatchEvents") else channel.unary_unary
+    call = open_call(f"/ono99.v1.{method}")
+    with pytest.raises(grpc.RpcError) as refused:
+        answer = call(b"\xff\xff\xff\xff", metadata=KEY, timeout=5)
+        if method.endswith("WatchEvents"):
+            next(answer)
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT, refused.value.details()
+    assert _info(refused.value)["reason"] == "invalid_request"
+    assert "is not a valid ono99.v1." in refused.value.details()
+
+
 def test_grpc_events_after_the_last_version_within_range_are_empty(servers):
     http, channel, _ = servers
     s = _session(http)

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 import grpc
 import msgspec
+from google.protobuf.message import DecodeError
 
 import engine
 
@@ -46,6 +47,35 @@ def metadata(key: str) -> str | None:
         if name == key:
             return str(value)
     return None
+
+
+class Unreadable:
+    """A request whose bytes are no message of its method's type (what the deserializer
+    hands on instead of raising: grpc.aio would answer UNKNOWN with the parser's words)."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+
+
+def _readable(deserialize: Callable[[bytes], Any] | None) -> Callable[[bytes], Any] | None:
+    """``deserialize``, with bytes that are no message handed on as :class:`Unreadable`."""
+    if deserialize is None:
+        return None
+    kind = getattr(getattr(deserialize, "__self__", None), "DESCRIPTOR", None)
+    name = kind.full_name if kind is not None else "request"
+
+    def read(data: bytes) -> Any:
+        try:
+            return deserialize(data)
+        except DecodeError:
+            return Unreadable(name)
+    return read
+
+
+async def _refuse_unreadable(context: grpc.aio.ServicerContext, request: Unreadable) -> None:
+    """INVALID_ARGUMENT for a request whose bytes are no message of its type."""
+    await context.abort_with_status(to_status(ServiceError(
+        "invalid_request", f"the request is not a valid {request.kind} message")))
 
 
 async def _seat_token(context: grpc.aio.ServicerContext) -> None:
@@ -93,6 +123,8 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
             async def unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
                 started, failed = record.begin(request), True
                 try:
+                    if isinstance(request, Unreadable):  # a check, not an await, on every call
+                        await _refuse_unreadable(context, request)
                     if record.needs_token:
                         await _seat_token(context)
                     response = await behavior(request, context)
@@ -101,7 +133,7 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
                 finally:
                     record.end(context, started, failed)
 
-            return grpc.unary_unary_rpc_method_handler(unary, handler.request_deserializer,
+            return grpc.unary_unary_rpc_method_handler(unary, _readable(handler.request_deserializer),
                                                        handler.response_serializer)
         if handler.unary_stream:
             stream_behavior = handler.unary_stream
@@ -109,6 +141,8 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
             async def stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
                 started, failed = record.begin(request), True
                 try:
+                    if isinstance(request, Unreadable):  # a check, not an await, on every call
+                        await _refuse_unreadable(context, request)
                     if record.needs_token:
                         await _seat_token(context)
                     async for item in stream_behavior(request, context):
@@ -117,7 +151,7 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
                 finally:
                     record.end(context, started, failed)
 
-            return grpc.unary_stream_rpc_method_handler(stream, handler.request_deserializer,
+            return grpc.unary_stream_rpc_method_handler(stream, _readable(handler.request_deserializer),
                                                         handler.response_serializer)
         return handler  # reflection's bidirectional stream: left as it is
 
