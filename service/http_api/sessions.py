@@ -6,6 +6,7 @@ import contextlib
 import re
 from typing import Any
 
+import marshmallow as ma
 import msgspec
 from flask import Response, current_app, request
 from flask.views import MethodView
@@ -14,7 +15,7 @@ import engine
 
 from ..admission import Caller
 from ..answers import SessionAnswer
-from ..application import EVENTS_AFTER_RANGE, MAX_IDEMPOTENCY_KEY, Application, bearer_token
+from ..application import MAX_IDEMPOTENCY_KEY, Application, bearer_token
 from ..config import Settings
 from ..errors import ServiceError
 from ..requests import NewGame, NewSession
@@ -53,7 +54,9 @@ _OUR_TAG = re.compile(r'"v(0|[1-9][0-9]{0,17})"')  # the text of an ETag it hand
 # What a precondition pins when no ETag in it can match: a version no session reaches,
 # so the action answers as any other stale pin does (after 401, 403 and 404).
 NEVER = 2**63 - 1
-_VERSION = re.compile(r"[0-9]{1,10}")  # ASCII digits only (str.isdigit takes "²")
+# A version a caller has seen, as the events query's ``after`` takes it (ASCII digits, in
+# range): a reconnecting browser's Last-Event-ID is read by the same field.
+_SEEN = EventsQuerySchema().fields["after"]
 
 
 def acted_body(answer: SessionAnswer) -> dict[str, Any]:
@@ -323,10 +326,11 @@ def _event_stream(app: Application, session_id: str, query: dict[str, Any], sett
     after = query["after"]
     resumed = request.headers.get("Last-Event-ID", "").strip(" \t")  # what HTTP takes as white space
     if resumed:
-        if not _VERSION.fullmatch(resumed) or int(resumed) > EVENTS_AFTER_RANGE[1]:
+        try:
+            after = max(after, _SEEN.deserialize(resumed))
+        except ma.ValidationError:
             raise ServiceError("invalid_request", "Last-Event-ID is the version of the last message received",
-                               field="Last-Event-ID")
-        after = max(after, int(resumed))
+                               field="Last-Event-ID") from None
     ticket = query["ticket"]
     cursor = app.events(session_id, None if ticket else _token(), after, ticket)
     if after > cursor.opened_at:
