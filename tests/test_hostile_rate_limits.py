@@ -4,6 +4,10 @@ so they hold across replicas and transports; 429 with Retry-After / RESOURCE_EXH
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
 import grpc
 import pytest
 import requests
@@ -77,12 +81,23 @@ def test_actions_are_limited_per_seat_and_other_seats_keep_acting(fresh_redis):
         server.stop()
 
 
+@contextlib.contextmanager
+def _both(redis_url: str, **env: str) -> Iterator[tuple[Any, pb_grpc.SessionServiceStub]]:
+    """An HTTP server (one worker) and a gRPC server with ``env``, over one Redis: the
+    HTTP server and a SessionService stub on the gRPC one."""
+    http, rpc = start_http(redis_url, workers=1, **env), start_grpc(redis_url, **env)
+    channel = grpc.insecure_channel(rpc.url)
+    try:
+        yield http, pb_grpc.SessionServiceStub(channel)
+    finally:
+        channel.close()
+        http.stop()
+        rpc.stop()
+
+
 def test_with_api_keys_only_their_holders_create_sessions_each_with_its_own_budget(fresh_redis):
     env = {"ONO99_API_KEYS": "key-one, key-two", "ONO99_CREATES_PER_MINUTE": "6", "ONO99_CREATES_BURST": "2"}
-    http, rpc = start_http(fresh_redis, workers=1, **env), start_grpc(fresh_redis, **env)
-    channel = grpc.insecure_channel(rpc.url)
-    sessions = pb_grpc.SessionServiceStub(channel)
-    try:
+    with _both(fresh_redis, **env) as (http, sessions):
         anonymous = _create(http.url)
         assert anonymous.status_code == 401 and anonymous.json()["code"] == "unauthorized"
         assert _create(http.url, **{"X-API-Key": "nope"}).status_code == 401
@@ -99,10 +114,6 @@ def test_with_api_keys_only_their_holders_create_sessions_each_with_its_own_budg
         sessions.CreateSession(pb.CreateSessionRequest(game=NEW),
                                metadata=[("authorization", f"Bearer {SERVICE_KEY}")], timeout=5)
         assert _create(http.url, Authorization="Bearer made-up").status_code == 401
-    finally:
-        channel.close()
-        http.stop()
-        rpc.stop()
 
 
 # Bodies a caller without a key might send, each refused for what it holds when a key is
@@ -114,15 +125,14 @@ BAD_BODIES = [{"x": 1}, {"rules": {"edition": "2022"}, "players": ["ann"]},
 
 def test_without_an_api_key_a_malformed_creation_is_401_and_tells_nothing(fresh_redis):
     env = {"ONO99_API_KEYS": "key-one", "ONO99_CREATES_PER_MINUTE": "600", "ONO99_CREATES_BURST": "50"}
-    http, rpc = start_http(fresh_redis, workers=1, **env), start_grpc(fresh_redis, **env)
-    channel = grpc.insecure_channel(rpc.url)
-    sessions = pb_grpc.SessionServiceStub(channel)
-    try:
+    with _both(fresh_redis, **env) as (http, sessions):
+        # What a caller without a key is told of a well-formed body: every other answers the same.
+        told = requests.post(f"{http.url}/v1/sessions", json=GAME, timeout=5)
+        assert told.status_code == 401 and told.json()["code"] == "unauthorized", told.text
         for body in BAD_BODIES:
             for headers in ({}, {"X-API-Key": "nope"}):
                 refused = requests.post(f"{http.url}/v1/sessions", json=body, headers=headers, timeout=5)
-                assert refused.status_code == 401, (body, refused.text)
-                assert refused.json()["code"] == "unauthorized"
+                assert (refused.status_code, refused.json()) == (401, told.json()), (body, refused.text)
             judged = requests.post(f"{http.url}/v1/sessions", json=body, headers={"X-API-Key": "key-one"}, timeout=5)
             assert judged.status_code == 400, (body, judged.text)  # the same body from a key holder
         # A key may also be sent as a bearer token (docs/API.md, under the sessions table).
@@ -130,17 +140,17 @@ def test_without_an_api_key_a_malformed_creation_is_401_and_tells_nothing(fresh_
                              timeout=5).status_code == 201
         unauthenticated = requests.post(f"{http.url}/v1/sessions", data=b"{not json",
                                         headers={"Content-Type": "application/json"}, timeout=5)
-        assert unauthenticated.status_code == 401
+        assert (unauthenticated.status_code, unauthenticated.json()) == (401, told.json())
+        with pytest.raises(grpc.RpcError) as well_formed:
+            sessions.CreateSession(pb.CreateSessionRequest(game=NEW), timeout=5)
+        assert well_formed.value.code() == grpc.StatusCode.UNAUTHENTICATED
         bad = [pb.CreateSessionRequest(game=NEW, ttl_seconds=5),
                pb.CreateSessionRequest(game=NEW, bots={"cy": pb.Bot(kind="random")})]
         for request in bad:
             with pytest.raises(grpc.RpcError) as no_key:
                 sessions.CreateSession(request, timeout=5)
-            assert no_key.value.code() == grpc.StatusCode.UNAUTHENTICATED, request
+            assert (no_key.value.code(), no_key.value.details()) == (
+                grpc.StatusCode.UNAUTHENTICATED, well_formed.value.details()), request
             with pytest.raises(grpc.RpcError) as judged_rpc:
                 sessions.CreateSession(request, metadata=[("x-api-key", "key-one")], timeout=5)
             assert judged_rpc.value.code() == grpc.StatusCode.INVALID_ARGUMENT, request
-    finally:
-        channel.close()
-        http.stop()
-        rpc.stop()
